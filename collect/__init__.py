@@ -1,0 +1,1 @@
+"""Measured-data collection: workloads, timers, plans, shards, dataset writing, importers."""

@@ -1,0 +1,1 @@
+"""Pure functions from kernel descriptions and GPU specs to features."""

@@ -1,0 +1,1 @@
+"""Predictors: analytical models, learned-model loading, dispatch."""

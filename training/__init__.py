@@ -1,0 +1,1 @@
+"""Training: datasets, splits, XGBoost/GNN trainers, evaluation, MLflow logging, export."""
