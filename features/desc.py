@@ -84,6 +84,49 @@ FIELDS: dict[str, dict[str, IntField]] = {
 MAX_ELEMENTS = 1 << 38
 
 
+@dataclass(frozen=True)
+class Rule:
+    """A cross-field check written once for scalars and numpy columns alike."""
+
+    field: str
+    ok: Any        # c -> bool (or bool array): c maps field names to values or columns
+    allowed: Any   # c -> str, given one row's scalar values
+
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "gemm": (
+        Rule("m", lambda c: (c["m"] * c["k"] * c["batch"] <= MAX_ELEMENTS) & (c["k"] * c["n"] * c["batch"] <= MAX_ELEMENTS)
+             & (c["m"] * c["n"] * c["batch"] <= MAX_ELEMENTS),
+             lambda c: f"such that every operand of batch*(m,n,k)={(c['batch'], c['m'], c['n'], c['k'])} has at most 2**38 elements"),
+    ),
+    "attention": (
+        Rule("heads_q", lambda c: c["heads_q"] % c["heads_kv"] == 0, lambda c: f"a multiple of heads_kv={c['heads_kv']}"),
+        Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
+        Rule("seq_q", lambda c: ~c["causal"] | (c["seq_q"] <= c["seq_kv"]),
+             lambda c: f"at most seq_kv={c['seq_kv']} when causal (bottom-right mask)"),
+        Rule("batch", lambda c: c["batch"] * c["head_dim"] * ((c["heads_q"] * c["seq_q"]) + (c["heads_kv"] * c["seq_kv"])) <= MAX_ELEMENTS,
+             lambda c: "small enough that Q, K and V hold at most 2**38 elements"),
+    ),
+    "moe": (
+        Rule("top_k", lambda c: c["top_k"] <= c["experts"], lambda c: f"at most experts={c['experts']}"),
+        Rule("experts", lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
+             lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38"),
+    ),
+    "collective": (
+        Rule("ranks", lambda c: c["ranks"] >= 2, lambda c: "an integer >= 2 (a collective needs two ranks)"),
+        Rule("ranks_per_node", lambda c: c["ranks"] % c["ranks_per_node"] == 0, lambda c: f"a divisor of ranks={c['ranks']}"),
+        Rule("bytes", lambda c: c["bytes"] % c["elem_bytes"] == 0,
+             lambda c: f"a multiple of the {c['dtype']} element size ({c['elem_bytes']} B)"),
+    ),
+}
+
+
+def check_rules(op: str, c: Mapping[str, Any]) -> None:
+    for rule in RULES[op]:
+        if not rule.ok(c):
+            raise field_error(rule.field, c[rule.field], rule.allowed(c))
+
+
 def field_error(field: str, value: Any, allowed: str) -> ValueError:
     """The one error shape for bad input: field, value received, what is allowed."""
     return ValueError(f"kernel_desc[{field!r}] must be {allowed}; got {value!r}")
@@ -126,7 +169,7 @@ def _ints(d: Mapping, op: str) -> dict[str, int]:
     return out
 
 
-def _config(d: Mapping, op: str, backend: str) -> tuple[tuple[str, Any], ...] | None:
+def check_config(d: Mapping, op: str, backend: str) -> tuple[tuple[str, Any], ...] | None:
     """Triton backends need a full, checked config; others may carry scalar annotations."""
     cfg = d.get("config")
     if cfg is None:
@@ -277,33 +320,24 @@ def default_out_dtype(dtype: str) -> str:
 
 def _gemm(d: Mapping, gpu: str, dtype: str, backend: str) -> GemmDesc:
     ints = _ints(d, "gemm")
+    check_rules("gemm", ints)
     m, n, k = ints["m"], ints["n"], ints["k"]
-    if max(m * k, k * n, m * n) * ints["batch"] > MAX_ELEMENTS:
-        raise field_error("m*n*k", (m, n, k), f"shapes whose largest operand has at most 2**38 elements")
     layout = _choice(d, "layout", LAYOUTS, "nt")
     out_dtype = _choice(d, "out_dtype", ("fp32", "bf16", "fp16"), default_out_dtype(dtype))
     return GemmDesc(gpu, dtype, backend, m, n, k, ints["batch"], layout, out_dtype,
-                    _config(d, "gemm", backend))
+                    check_config(d, "gemm", backend))
 
 
 def _attention(d: Mapping, gpu: str, dtype: str, backend: str) -> AttentionDesc:
     ints = _ints(d, "attention")
-    if ints["heads_q"] % ints["heads_kv"]:
-        raise field_error("heads_q", ints["heads_q"], f"a multiple of heads_kv={ints['heads_kv']}")
-    if ints["head_dim"] % 8:
-        raise field_error("head_dim", ints["head_dim"], "a multiple of 8 in [8, 1024]")
     causal = as_bool("causal", d.get("causal"))
-    if causal and ints["seq_q"] > ints["seq_kv"]:
-        raise field_error("seq_q", ints["seq_q"], f"at most seq_kv={ints['seq_kv']} when causal (bottom-right mask)")
-    size = ints["batch"] * max(ints["heads_q"] * ints["seq_q"], ints["heads_kv"] * ints["seq_kv"]) * ints["head_dim"]
-    if size > MAX_ELEMENTS:
-        raise field_error("batch*heads*seq*head_dim", size, "at most 2**38 elements per tensor")
+    check_rules("attention", {**ints, "causal": causal})
     return AttentionDesc(gpu, dtype, backend, ints["batch"], ints["heads_q"], ints["heads_kv"],
                          ints["seq_q"], ints["seq_kv"], ints["head_dim"], causal,
-                         _config(d, "attention", backend))
+                         check_config(d, "attention", backend))
 
 
-def _distribution(value: Any, tokens: int, experts: int, top_k: int) -> str | tuple[int, ...]:
+def check_distribution(value: Any, tokens: int, experts: int, top_k: int) -> str | tuple[int, ...]:
     if isinstance(value, str):
         if not DISTRIBUTION_RE.match(value) or (value != "balanced" and float(value[10:]) > 10):
             raise field_error("distribution", value, "'balanced', 'power_law_<alpha>' (0 <= alpha <= 10) or per-expert token counts")
@@ -318,28 +352,20 @@ def _distribution(value: Any, tokens: int, experts: int, top_k: int) -> str | tu
 
 def _moe(d: Mapping, gpu: str, dtype: str, backend: str) -> MoeDesc:
     ints = _ints(d, "moe")
-    if ints["top_k"] > ints["experts"]:
-        raise field_error("top_k", ints["top_k"], f"at most experts={ints['experts']}")
-    if ints["experts"] * ints["hidden"] * ints["ffn"] > MAX_ELEMENTS:
-        raise field_error("experts*hidden*ffn", (ints["experts"], ints["hidden"], ints["ffn"]), "at most 2**38 weight elements")
+    check_rules("moe", ints)
     gated = as_bool("gated", d.get("gated", True))
-    dist = _distribution(d.get("distribution", "balanced"), ints["tokens"], ints["experts"], ints["top_k"])
+    dist = check_distribution(d.get("distribution", "balanced"), ints["tokens"], ints["experts"], ints["top_k"])
     return MoeDesc(gpu, dtype, backend, ints["tokens"], ints["hidden"], ints["ffn"], ints["experts"],
-                   ints["top_k"], gated, dist, _config(d, "moe", backend))
+                   ints["top_k"], gated, dist, check_config(d, "moe", backend))
 
 
 def _collective(d: Mapping, gpu: str, dtype: str, backend: str) -> CollectiveDesc:
     collective = _choice(d, "collective", COLLECTIVES)
     ints = _ints({"ranks_per_node": d.get("ranks"), **d}, "collective")
-    if ints["ranks"] < 2:
-        raise field_error("ranks", ints["ranks"], "an integer >= 2 (a collective needs two ranks)")
-    if ints["ranks"] % ints["ranks_per_node"]:
-        raise field_error("ranks_per_node", ints["ranks_per_node"], f"a divisor of ranks={ints['ranks']}")
-    if ints["bytes"] % DTYPE_BYTES[dtype]:
-        raise field_error("bytes", ints["bytes"], f"a multiple of the {dtype} element size ({DTYPE_BYTES[dtype]} B)")
+    check_rules("collective", {**ints, "dtype": dtype, "elem_bytes": DTYPE_BYTES[dtype]})
     in_place = as_bool("in_place", d.get("in_place", False))
     return CollectiveDesc(gpu, dtype, backend, collective, ints["bytes"], ints["ranks"],
-                          ints["ranks_per_node"], in_place, _config(d, "collective", backend))
+                          ints["ranks_per_node"], in_place, check_config(d, "collective", backend))
 
 
 _BUILDERS = {"gemm": _gemm, "attention": _attention, "moe": _moe, "collective": _collective}

@@ -1,0 +1,85 @@
+"""Column helpers shared by every op's features: GPU spec columns, dtype lookups, tiles and waves."""
+from __future__ import annotations
+
+import functools
+import json
+from typing import Mapping
+
+import numpy as np
+
+from kernelcast.features.desc import DTYPE_BYTES, DTYPE_PEAK
+from kernelcast.features.gpu import get_gpu
+
+#: GPU spec numbers every feature row carries, in this order
+GPU_COLUMNS = ("sm_count", "boost_clock_hz", "memory_bandwidth_bps", "l2_bytes", "infinity_cache_bytes",
+               "shared_memory_per_sm_bytes", "registers_per_sm", "max_warps_per_sm", "warp_size",
+               "link_bandwidth_bps")
+_DTYPE_TABLES = {"bytes": DTYPE_BYTES, "peak": DTYPE_PEAK}
+
+
+def _unique(values) -> tuple[np.ndarray, np.ndarray]:
+    arr = np.asarray(values, dtype=object)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if len(arr) == 1 or (len(arr) and (arr == arr[0]).all()):            # one GPU/dtype per call is the common case
+        return arr[:1], np.zeros(len(arr), dtype=np.intp)
+    return np.unique(arr.astype(str), return_inverse=True)
+
+
+def lookup(values, table: str) -> np.ndarray:
+    """Per-row number for a dtype column: ``bytes`` (element size) or ``peak`` (peak key)."""
+    uniq, inv = _unique(values)
+    return np.asarray([_DTYPE_TABLES[table][u] for u in uniq])[inv]
+
+
+@functools.cache
+def _gpu_row(name: str) -> tuple[float, ...]:
+    spec = get_gpu(name)
+    return tuple(float(spec.link_bandwidth_bps if c == "link_bandwidth_bps" else getattr(spec, c)) for c in GPU_COLUMNS)
+
+
+def gpu_columns(gpus) -> dict[str, np.ndarray]:
+    """The GPU spec numbers of each row's GPU (canonical names or aliases)."""
+    uniq, inv = _unique(gpus)
+    table = np.asarray([_gpu_row(str(g)) for g in uniq])[inv]
+    out = {c: table[:, i] for i, c in enumerate(GPU_COLUMNS)}
+    out["_names"] = np.asarray(uniq, dtype=object)[inv]
+    return out
+
+
+@functools.cache
+def _peak(gpu: str, dtype: str) -> float:
+    spec = get_gpu(gpu)
+    key = DTYPE_PEAK[dtype]
+    if key not in spec.peak_flops and key == "fp4":      # no FP4 units: runs at the FP8 rate
+        key = "fp8"
+    return spec.peak(key)
+
+
+def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:
+    """Dense peak FLOP/s for each row's (GPU, dtype)."""
+    names = gpu["_names"]
+    dts = np.asarray(dtypes, dtype=object)
+    if dts.ndim == 0 or len(dts) != len(names):
+        dts = np.broadcast_to(dts, names.shape)
+    uniq, inv = _unique(np.char.add(np.char.add(names.astype(str), "|"), dts.astype(str)))
+    return np.asarray([_peak(*str(u).split("|")) for u in uniq])[inv]
+
+
+def tile_waves(tiles: np.ndarray, sm_count: np.ndarray, per_sm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Waves of ``tiles`` work units over the SMs, and the wave efficiency tiles / (waves × slots)."""
+    slots = sm_count * per_sm
+    waves = np.maximum(np.ceil(tiles / slots), 1.0)
+    return waves, tiles / (waves * slots)
+
+
+def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -> list[np.ndarray]:
+    """Numeric keys of each row's JSON config column; ``defaults`` where a row's config lacks one."""
+    uniq, inv = _unique(np.asarray([c if isinstance(c, str) else "" for c in np.atleast_1d(configs)], dtype=object))
+    table = []
+    for u in uniq:
+        cfg = json.loads(u) if u else {}
+        table.append([float(cfg[k]) if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool)
+                      else np.nan for k in keys])
+    values = np.asarray(table)[inv]
+    return [np.where(np.isnan(values[:, i]), d, values[:, i]) for i, d in enumerate(defaults)]

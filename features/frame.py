@@ -1,0 +1,149 @@
+"""Column-wise validation of many descriptions at once, from the same field table and rules as ``desc``."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features import desc as D
+from kernelcast.features.gpu import resolve_gpu_name
+
+_BOOL_FIELDS = {"attention": {"causal": None}, "moe": {"gated": True}, "collective": {"in_place": False}}
+_CHOICE_FIELDS = {"gemm": {"layout": (D.LAYOUTS, "nt"), "out_dtype": (("fp32", "bf16", "fp16"), None)},
+                  "collective": {"collective": (D.COLLECTIVES, None)}}
+
+
+def _row_error(index, row: int, exc: ValueError) -> ValueError:
+    return ValueError(f"row {index[row]!r}: {exc}")
+
+
+def _column(frame: pd.DataFrame, name: str, default: Any) -> np.ndarray:
+    if name in frame:
+        col = frame[name].to_numpy(dtype=object, copy=True)
+        if default is not None:
+            col[pd.isna(frame[name]).to_numpy()] = default
+        return col
+    return np.full(len(frame), default, dtype=object)
+
+
+def _ints(frame: pd.DataFrame, op: str, out: dict) -> None:
+    for name, spec in D.FIELDS[op].items():
+        default = spec.default if not (op == "collective" and name == "ranks_per_node") else None
+        raw = _column(frame, name, default)
+        if op == "collective" and name == "ranks_per_node":
+            missing = pd.isna(pd.Series(raw)).to_numpy()
+            raw[missing] = out["ranks"][missing]
+        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < spec.lo) | (values > spec.hi)
+        bad |= np.asarray([isinstance(v, bool) or not isinstance(v, (int, float, np.number)) for v in raw])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _row_error(frame.index, i, D.field_error(name, raw[i], f"an integer in [{spec.lo}, {spec.hi}]"))
+        out[name] = values.astype(np.int64)
+
+
+def _choices(frame: pd.DataFrame, name: str, allowed: tuple, default: Any, out: dict) -> None:
+    col = _column(frame, name, default)
+    bad = ~np.isin(col.astype(str), allowed) | pd.isna(pd.Series(col)).to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _row_error(frame.index, i, D.field_error(name, col[i], "one of " + ", ".join(allowed)))
+    out[name] = col.astype(str)
+
+
+def _per_unique(frame: pd.DataFrame, name: str, values: np.ndarray, check) -> np.ndarray:
+    """Run a scalar check once per distinct value; errors name the first row holding it."""
+    keys = np.asarray([json.dumps(v, default=str) if not isinstance(v, str) else v for v in values])
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    results = []
+    for u, i in zip(uniq, first):
+        try:
+            results.append(check(values[i], int(i)))
+        except ValueError as exc:
+            raise _row_error(frame.index, int(i), exc) from None
+    return np.asarray(results, dtype=object)[inv]
+
+
+def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    gpus = _column(frame, "gpu", None)
+    out["gpu"] = _per_unique(frame, "gpu", gpus, lambda v, i: resolve_gpu_name(v) if isinstance(v, str)
+                             else (_ for _ in ()).throw(D.field_error("gpu", v, "a GPU name from `kernelcast gpus`")))
+    _choices(frame, "dtype", D.OP_DTYPES[op], None, out)
+    _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
+    for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
+        if name == "out_dtype":
+            default_col = np.asarray([D.default_out_dtype(x) for x in out["dtype"]], dtype=object)
+            col = _column(frame, name, None)
+            missing = pd.isna(pd.Series(col)).to_numpy()
+            col[missing] = default_col[missing]
+            frame = frame.assign(out_dtype=col)
+        _choices(frame, name, allowed, default, out)
+    for name, default in _BOOL_FIELDS.get(op, {}).items():
+        col = _column(frame, name, default)
+        bad = np.asarray([not isinstance(v, (bool, np.bool_)) for v in col])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _row_error(frame.index, i, D.field_error(name, col[i], "true or false"))
+        out[name] = col.astype(bool)
+    _ints(frame, op, out)
+    if op == "collective":
+        out["elem_bytes"] = np.asarray([D.DTYPE_BYTES[x] for x in out["dtype"]])
+    for rule in D.RULES[op]:
+        ok = np.asarray(rule.ok(out), dtype=bool)
+        if not ok.all():
+            i = int(np.argmin(ok))
+            row = {k: v[i] for k, v in out.items()}
+            raise _row_error(frame.index, i, D.field_error(rule.field, row[rule.field], rule.allowed(row)))
+    out["config"] = _per_unique(frame, "config", _column(frame, "config", None),
+                                lambda v, i: _config_json(v, op, out["backend"][i]))
+    if op == "moe":
+        dist = _column(frame, "distribution", "balanced")
+        keyed = np.asarray([(d if isinstance(d, str) else json.dumps(list(d)), t, e, k) for d, t, e, k in
+                            zip(dist, out["tokens"], out["experts"], out["top_k"])], dtype=object)
+        out["distribution"] = _per_unique(frame, "distribution", keyed, lambda v, i: _dist_json(*v))
+    return out
+
+
+def _config_json(value: Any, op: str, backend: str) -> str | None:
+    if isinstance(value, str):
+        value = json.loads(value)
+    cfg = D.check_config({"config": value}, op, backend)
+    return None if cfg is None else json.dumps(dict(cfg), sort_keys=True)
+
+
+def _dist_json(dist: str, tokens: int, experts: int, top_k: int) -> str:
+    value = json.loads(dist) if dist.startswith("[") else dist
+    out = D.check_distribution(value, int(tokens), int(experts), int(top_k))
+    return out if isinstance(out, str) else json.dumps(list(out))
+
+
+def validate_frame(frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """Validate rows of descriptions; returns op -> (row positions, canonical columns).
+
+    Columns that are no description field (labels, provenance) are ignored; a field of another
+    op holding a value (``m`` on an attention row) is an error, as in ``parse_desc``.
+    """
+    if "op" not in frame:
+        raise ValueError("kernel_desc frame must have an 'op' column; got columns " + ", ".join(map(str, frame.columns)))
+    ops = frame["op"].to_numpy(dtype=object)
+    bad = ~np.isin(ops.astype(str), D.OPS)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _row_error(frame.index, i, D.field_error("op", ops[i], "one of " + ", ".join(D.OPS)))
+    out = {}
+    for op in D.OPS:
+        pos = np.flatnonzero(ops == op)
+        if len(pos):
+            sub = frame.iloc[pos]
+            allowed = set(D.op_fields(op))
+            foreign = {f for o in D.OPS for f in D.op_fields(o)} - allowed
+            extra = [c for c in sub.columns if c in foreign and sub[c].notna().any()]
+            if extra:
+                i = int(np.argmax(sub[extra[0]].notna().to_numpy()))
+                raise _row_error(sub.index, i, D.field_error(extra[0], sub[extra[0]].iloc[i],
+                                                             f"absent: op {op!r} takes " + ", ".join(sorted(allowed))))
+            out[op] = (pos, _validate_op(sub, op))
+    return out

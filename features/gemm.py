@@ -1,0 +1,54 @@
+"""GEMM features: FLOPs, minimum bytes, floors, the tile shape and its waves, L2 fit."""
+from __future__ import annotations
+
+import numpy as np
+
+from kernelcast.features.common import config_values, lookup, peak_per_row, tile_waves
+
+#: cuBLAS-like tile candidates (block_m, block_n, relative throughput of one tile): the heuristic
+#: picks the one whose wave-quantized per-SM time (waves × block_m × block_n / throughput) is least;
+#: smaller tiles re-read more operand bytes per FLOP, hence their lower throughput. It stands in
+#: for the library's choice when no config says what ran.
+TILE_CANDIDATES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6))
+
+
+_CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]      # (3, candidates, 1)
+
+
+def heuristic_tiles(m: np.ndarray, n: np.ndarray, batch: np.ndarray, sm_count: np.ndarray):
+    cm, cn, rate = _CAND
+    tiles = np.ceil(m / cm) * np.ceil(n / cn) * batch
+    best = np.argmin(np.ceil(tiles / sm_count) * (cm * cn / rate), axis=0)
+    return cm[best, 0], cn[best, 0]
+
+
+def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
+    """Features of C[m,n] = A[m,k]·B[k,n] (× batch), one value per row."""
+    m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
+    batch = np.asarray(cols["batch"], dtype=np.float64)
+    in_b, out_b = lookup(cols["dtype"], "bytes"), lookup(cols["out_dtype"], "bytes")
+    flops = 2 * m * n * k * batch
+    a_bytes, b_bytes, c_bytes = batch * m * k * in_b, batch * k * n * in_b, batch * m * n * out_b
+    nbytes = a_bytes + b_bytes + c_bytes
+    peak = peak_per_row(gpu, cols["dtype"])
+    compute_floor = flops / peak * 1e6
+    memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
+    hbm, hbn = heuristic_tiles(m, n, batch, gpu["sm_count"])
+    cfg = cols.get("config", np.full(len(m), None, dtype=object))
+    bm, bn, bk, split_k = config_values(cfg, ("block_m", "block_n", "block_k", "split_k"), (hbm, hbn, 64, 1))
+    tiles = np.ceil(m / bm) * np.ceil(n / bn) * batch * split_k
+    waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
+    l2 = gpu["l2_bytes"]
+    return {
+        "flops": flops, "bytes": nbytes, "arithmetic_intensity": flops / nbytes,
+        "compute_floor_us": compute_floor, "memory_floor_us": memory_floor,
+        "floor_us": np.maximum(compute_floor, memory_floor),
+        "log_m": np.log2(m), "log_n": np.log2(n), "log_k": np.log2(k), "batch": batch,
+        "elem_bytes": in_b, "out_bytes": out_b, "peak_flops": peak,
+        "block_m": bm, "block_n": bn, "block_k": bk, "split_k": split_k,
+        "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
+        "k_iterations": np.ceil(k / split_k / bk),
+        "m_padding": np.ceil(m / bm) * bm / m, "n_padding": np.ceil(n / bn) * bn / n,
+        "weights_fit_l2": (b_bytes <= l2).astype(np.float64), "all_fit_l2": (nbytes <= l2).astype(np.float64),
+        "ridge_ratio": (flops / nbytes) / (peak / gpu["memory_bandwidth_bps"]),
+    }

@@ -1,0 +1,89 @@
+"""Dispatch: a learned model where one covers the op/backend/GPU, the analytical model otherwise."""
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.frame import validate_frame
+from kernelcast.features.vector import build_features, feature_columns
+from kernelcast.predictors import analytical
+
+RESULT_COLUMNS = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One answer: the latency, its interval, the roofline floor, and where it came from."""
+
+    latency_us: float
+    low_us: float
+    high_us: float
+    floor_us: float
+    bound: str              # compute | memory | latency | link
+    model: str              # "learned:<op>@<version>" or "analytical"
+    in_distribution: bool   # the learned model saw this backend and GPU (and size range)
+    assumptions: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@functools.cache
+def _learned(op: str):
+    """The shipped learned model for ``op``, or None (no model shipped, or xgboost not installed)."""
+    try:
+        from kernelcast.predictors import learned
+    except ImportError:
+        return None
+    return learned.load_model(op)
+
+
+def _predict_op(cols: Mapping[str, np.ndarray], op: str) -> dict[str, np.ndarray]:
+    feats = feature_columns(cols, op)
+    out = analytical.predict_columns(cols, op, feats)
+    n = len(out["latency_us"])
+    out["model"] = np.full(n, "analytical", dtype=object)
+    out["in_distribution"] = np.zeros(n, dtype=bool)
+    model = _learned(op)
+    if model is not None:
+        covered = model.covers(cols)
+        if covered.any():
+            idx = np.flatnonzero(covered)
+            sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
+            p50, low, high = model.predict(build_features(sub, op))
+            for key, value in (("latency_us", p50), ("low_us", low), ("high_us", high)):
+                out[key] = np.asarray(out[key], dtype=np.float64).copy()
+                out[key][idx] = value
+            out["model"][idx] = model.name
+            out["in_distribution"][idx] = True
+    return out
+
+
+def predict_latency(desc: Mapping[str, Any]) -> Prediction:
+    """Predict one kernel's device time (µs) from its description (a mapping or a parsed desc)."""
+    d = parse_desc(desc)
+    cols = {k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None)
+            for k, v in d.to_row().items()}
+    out = _predict_op(cols, d.op)
+    model = str(out["model"][0])
+    return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
+                      float(out["floor_us"][0]), str(out["bound"][0]), model, bool(out["in_distribution"][0]),
+                      analytical.assumptions(d.op) if model == "analytical" else model)
+
+
+def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Predict many descriptions at once (any mix of ops); one result row per input row, same index."""
+    frame = descs if isinstance(descs, pd.DataFrame) else pd.DataFrame(list(descs))
+    result = pd.DataFrame(index=frame.index, columns=list(RESULT_COLUMNS))
+    parts = []
+    for op, (pos, cols) in validate_frame(frame).items():
+        out = _predict_op(cols, op)
+        parts.append(pd.DataFrame({c: out[c] for c in RESULT_COLUMNS}, index=frame.index[pos]))
+    if parts:
+        result = pd.concat(parts).reindex(frame.index)
+    return result
