@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from kernelcast.features.gpu import resolve_gpu_name
 
 OPS = ("gemm", "attention", "moe", "collective")
@@ -95,14 +97,14 @@ class Rule:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "gemm": (
-        Rule("m", lambda c: (c["m"] * c["k"] * c["batch"] <= MAX_ELEMENTS) & (c["k"] * c["n"] * c["batch"] <= MAX_ELEMENTS)
-             & (c["m"] * c["n"] * c["batch"] <= MAX_ELEMENTS),
+        Rule("m", lambda c: np.maximum(np.maximum(c["m"] * c["k"], c["k"] * c["n"]), c["m"] * c["n"]) * c["batch"]
+             <= MAX_ELEMENTS,
              lambda c: f"such that every operand of batch*(m,n,k)={(c['batch'], c['m'], c['n'], c['k'])} has at most 2**38 elements"),
     ),
     "attention": (
         Rule("heads_q", lambda c: c["heads_q"] % c["heads_kv"] == 0, lambda c: f"a multiple of heads_kv={c['heads_kv']}"),
         Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
-        Rule("seq_q", lambda c: ~c["causal"] | (c["seq_q"] <= c["seq_kv"]),
+        Rule("seq_q", lambda c: np.logical_or(np.logical_not(c["causal"]), c["seq_q"] <= c["seq_kv"]),
              lambda c: f"at most seq_kv={c['seq_kv']} when causal (bottom-right mask)"),
         Rule("batch", lambda c: c["batch"] * c["head_dim"] * ((c["heads_q"] * c["seq_q"]) + (c["heads_kv"] * c["seq_kv"])) <= MAX_ELEMENTS,
              lambda c: "small enough that Q, K and V hold at most 2**38 elements"),

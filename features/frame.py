@@ -46,7 +46,8 @@ def _ints(frame: pd.DataFrame, op: str, out: dict) -> None:
 
 def _choices(frame: pd.DataFrame, name: str, allowed: tuple, default: Any, out: dict) -> None:
     col = _column(frame, name, default)
-    bad = ~np.isin(col.astype(str), allowed) | pd.isna(pd.Series(col)).to_numpy()
+    allowed_set = set(allowed)
+    bad = np.fromiter((not (isinstance(v, str) and v in allowed_set) for v in col), bool, len(col))
     if bad.any():
         i = int(np.argmax(bad))
         raise _row_error(frame.index, i, D.field_error(name, col[i], "one of " + ", ".join(allowed)))
@@ -95,7 +96,7 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
         ok = np.asarray(rule.ok(out), dtype=bool)
         if not ok.all():
             i = int(np.argmin(ok))
-            row = {k: v[i] for k, v in out.items()}
+            row = {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in out.items()}
             raise _row_error(frame.index, i, D.field_error(rule.field, row[rule.field], rule.allowed(row)))
     out["config"] = _per_unique(frame, "config", _column(frame, "config", None),
                                 lambda v, i: _config_json(v, op, out["backend"][i]))

@@ -102,7 +102,7 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
         "compute_floor_us": compute_floor, "memory_floor_us": memory_floor,
         "floor_us": np.maximum(compute_floor, memory_floor),
         "log_tokens": np.log2(tokens), "hidden": hidden, "ffn": ffn, "experts": experts, "top_k": top_k,
-        "gated": gated.astype(np.float64), "elem_bytes": elem,
+        "gated": gated.astype(np.float64), "elem_bytes": elem, "peak_flops": peak,
         "active_experts": stats["active_experts"], "max_tokens_per_expert": stats["max_tokens_per_expert"],
         "mean_tokens_per_expert": mean_load, "load_imbalance": stats["max_tokens_per_expert"] / mean_load,
         "padding_overhead": padded_flops / flops, "weight_bytes_share": weight_bytes / nbytes,

@@ -21,8 +21,9 @@ What NCCL learns from its topology search, and what we assume instead (documente
 * Tree graph: same channels/bandwidth as the ring graph; intra-node pattern is the balanced
   tree (no 0.85 ``NCCL_TOPO_PATTERN_TREE`` penalty). NVLS / CollNet are off (our hosts keep
   NVLS disabled); PAT is modelled (AllGather / ReduceScatter at one rank per node).
-* Inter-node: one NIC per GPU at ``NET_BW_GBS`` (400 Gb/s = 50 GB/s), ``latencyInter`` 0,
-  Intel host (net overhead 1 µs), ring ``sameChannels`` for Broadcast.
+* Inter-node: one NIC per GPU at ``NET_BW_GBS`` (400 Gb/s = 50 GB/s) caps the graph's per-channel
+  bandwidth at ``ranks_per_node × 50 / nChannels``; ``latencyInter`` 0, Intel host (net overhead
+  1 µs, Intel ``llMaxBws`` row), ring ``sameChannels`` for Broadcast. Not validated on data.
 * AllToAll and SendRecv are point-to-point in NCCL (outside the tuning model). Ours: time =
   p2p latency + bytes moved per rank / per-rank bandwidth, with the p2p latency = Ring/LL base +
   one NVLink/PCI hop per peer (``P2P_LAT_US``), the bandwidth the intra total (or the NIC for
@@ -66,6 +67,9 @@ TREE_CORRECTION = np.array([
     [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
     [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9],
 ])
+#: Tree correction rows by log2i(nBytes >> 6) + 1: row 0 (< 64 B) and row 24 (>= 512 MiB) apply none
+_TREE_ROWS = np.vstack([np.ones(3), TREE_CORRECTION.T[:23], np.ones(3)])
+_ALGO_NAMES, _PROTO_NAMES = np.array(ALGOS), np.array(PROTOS)
 # --- topology assumptions (see module docstring) ---
 ARCH_INDEX = {"volta": 0, "ampere": 1, "ada": 1, "hopper": 2, "blackwell": 3, "cdna3": 2, "cdna4": 2}
 AMD_ARCHS = ("cdna3", "cdna4")
@@ -208,25 +212,114 @@ def _p2p_row(coll: str, n: int, nodes: int, intra_hw: int, intra_gbs: float) -> 
     return lat, 1.0 / per_byte
 
 
+class Table(NamedTuple):
+    """NCCL's per-communicator numbers for one collective (``comm->latencies/bandwidths``)."""
+
+    lat: np.ndarray           # [12] µs per slot ``algo * 3 + proto``
+    bw: np.ndarray            # [12] GB/s algorithm bandwidth; 0 = not run
+    channels: int             # nChannels of the graph
+    busbw_factor: float       # nccl-tests factor for this collective and rank count
+    tree_corrected: bool      # AllReduce: Tree bandwidth gets treeCorrectionFactor
+    plateau_bytes: float      # Ring/Simple latency × plateau_mult from this size on (multi-node AllReduce)
+    plateau_mult: float
+
+
+def _factor(coll: str, n: int) -> float:
+    if coll == "all_reduce":
+        return 2.0 * (n - 1) / n
+    return (n - 1) / n if coll in ("all_gather", "reduce_scatter", "all_to_all") else 1.0
+
+
 @functools.lru_cache(maxsize=4096)
-def tune_table(coll: str, n: int, nodes: int, arch: str, link_kind: str, link_bw_bps: float,
-               nvswitch: bool, links: int | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """(latency[12], algBw[12], channels) per (algo, proto) slot ``algo * 3 + proto``; bw 0 = disabled."""
+def tune_table(coll: str, n: int, rpn: int, arch: str, link_kind: str, link_bw_bps: float,
+               nvswitch: bool, links: int) -> Table:
+    """ncclTopoTuneModel for one (collective, ranks, ranks per node, GPU); p2p collectives get our p2p slot."""
+    if coll not in TUNED + P2P_COLLECTIVES:
+        raise ValueError(f"kernel_desc['collective'] must be one of {', '.join(TUNED + P2P_COLLECTIVES)}; got {coll!r}")
+    if not 2 <= n == int(n) or not 1 <= rpn == int(rpn) or n % rpn:
+        raise ValueError(f"kernel_desc['ranks_per_node'] must divide ranks (>= 2); got ranks={n!r}, ranks_per_node={rpn!r}")
+    n, nodes = int(n), int(n // rpn)
     cc = _arch_index(arch)
     nch, speed = intra_graph(arch, link_kind, _usable_bw_bps(link_bw_bps, nvswitch, links, n // nodes))
     intra_hw = HW_NVLINK if link_kind.startswith(("nvlink", "xgmi")) else HW_PCI
     lat, bw = np.zeros(len(ALGOS) * 3), np.zeros(len(ALGOS) * 3)
     if coll in P2P_COLLECTIVES:
         lat[P2P * 3 + SIMPLE], bw[P2P * 3 + SIMPLE] = _p2p_row(coll, n, nodes, intra_hw, nch * speed)
-        return lat, bw, nch
-    per_ch = speed if nodes <= 2 else min(speed, (n // nodes) * NET_BW_GBS / nch)
-    algos = {"all_reduce": (TREE, RING), "broadcast": (RING,)}.get(coll, (RING, PAT))
-    for a in algos:
-        for p in (LL, LL128, SIMPLE):
-            if (p == LL128 and intra_hw != HW_NVLINK) or (a == PAT and (p != SIMPLE or nodes != n)):
-                continue
-            lat[a * 3 + p] = _ring_tree_lat(coll, a, p, n, nodes, intra_hw)
-            bw[a * 3 + p] = _ring_tree_bw(coll, a, p, n, nodes, cc, nch, per_ch)
-    return lat, bw, nch
+    else:
+        per_ch = speed if nodes == 1 else min(speed, (n // nodes) * NET_BW_GBS / nch)
+        for a in {"all_reduce": (TREE, RING), "broadcast": (RING,)}.get(coll, (RING, PAT)):
+            for p in (LL, LL128, SIMPLE):
+                if (p == LL128 and intra_hw != HW_NVLINK) or (a == PAT and (p != SIMPLE or nodes != n)):
+                    continue
+                lat[a * 3 + p] = _ring_tree_lat(coll, a, p, n, nodes, intra_hw)
+                bw[a * 3 + p] = _ring_tree_bw(coll, a, p, n, nodes, cc, nch, per_ch)
+    multi_ar = coll == "all_reduce" and nodes > 1
+    return Table(lat, bw, nch, _factor(coll, n), coll == "all_reduce",
+                 64.0 * nch * n if multi_ar else math.inf, 1.9 if cc == 0 else 1.4)
 
 
+@functools.lru_cache(maxsize=256)
+def _stacked(keys: tuple[tuple, ...]) -> tuple[np.ndarray, ...]:
+    """The tables of ``keys`` as arrays: lat [K,12], 1/bw [K,12], channels, factor, tree flag, plateau."""
+    tables = [tune_table(*k) for k in keys]
+    cols = list(zip(*tables))
+    bw = np.stack(cols[1])
+    with np.errstate(divide="ignore"):
+        inv_bw = np.where(bw > 0, 1.0 / bw, 0.0)
+    lat = np.where(bw > 0, np.stack(cols[0]), np.inf)            # a slot NCCL will not run never wins
+    return (lat, inv_bw, *(np.asarray(c, dtype=np.float64) for c in cols[2:]))
+
+
+def _codes(arrays: list[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
+    """Codes per row and the distinct key tuples (rows of the broadcast key arrays)."""
+    if all(a.ndim == 0 for a in arrays):
+        return np.zeros((), dtype=np.int64), (tuple(a.item() for a in arrays),)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    flat = [np.broadcast_to(a, shape).ravel().tolist() for a in arrays]
+    index: dict[tuple, int] = {}
+    codes = [index.setdefault(k, len(index)) for k in zip(*flat)]
+    return np.asarray(codes, dtype=np.int64).reshape(shape), tuple(index)
+
+
+def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, arch: Any,
+                 link_kind: Any, link_bw_bps: Any, nvswitch: Any, links: Any = 0) -> NcclEstimate:
+    """NCCL's predicted time (µs) and its (algo, proto) choice; every argument a scalar or an array.
+
+    ``nbytes`` follows nccl-tests' "size" (all_gather: total output; reduce_scatter: total input),
+    which is the ``nBytes`` NCCL's tuner sees. GPU arguments come from ``features.gpu.GpuSpec``
+    (``architecture``, ``interconnect`` kind / bandwidth_bps / nvswitch / links; links 0 = unknown).
+    """
+    nb = np.asarray(nbytes, dtype=np.float64)
+    if not (nb > 0).all():
+        raise ValueError(f"kernel_desc['bytes'] must be > 0; got {nb[~(nb > 0)].ravel()[:1]!r}")
+    codes, keys = _codes([np.asarray(collective), np.asarray(ranks), np.asarray(ranks_per_node),
+                          np.asarray(arch), np.asarray(link_kind), np.asarray(link_bw_bps, dtype=np.float64),
+                          np.asarray(nvswitch), np.asarray(links)])
+    if codes.shape != nb.shape:
+        shape = np.broadcast_shapes(codes.shape, nb.shape)
+        codes, nb = np.broadcast_to(codes, shape), np.broadcast_to(nb, shape)
+    return _get_algo_time(nb, *(c[codes] for c in _stacked(keys)))
+
+
+def _get_algo_time(nb, lat, inv_bw, nch, factor, tree, plateau, mult) -> NcclEstimate:
+    """ncclTopoGetAlgoTime over every slot (Tree correction, ring plateau), then NCCL's pick: the minimum."""
+    log_size = np.floor(np.log2(np.maximum(nb, 32.0) / 64.0)).astype(np.int64)    # log2i(nBytes >> 6)
+    corr = np.where(tree[..., None] > 0, _TREE_ROWS[np.minimum(log_size + 1, 24)], 1.0)
+    inv_bw, lat = inv_bw.copy(), lat.copy()
+    inv_bw[..., :3] /= corr
+    lat[..., RING * 3 + SIMPLE] *= np.where(nb >= plateau, mult, 1.0)
+    time = lat + nb[..., None] * 1e-3 * inv_bw
+    slot = time.argmin(axis=-1)
+    flat = np.arange(slot.size) * time.shape[-1] + slot.ravel()
+    pick = lambda m: m.reshape(-1)[flat].reshape(slot.shape)
+    t = pick(time)
+    algo_code, proto_code = slot // 3, slot % 3
+    return NcclEstimate(t, _ALGO_NAMES[algo_code], _PROTO_NAMES[proto_code], algo_code, proto_code,
+                        pick(lat), 1.0 / pick(inv_bw), nb / (t * 1e3) * factor, nch.astype(np.int64))
+
+
+def nccl_time_for_gpu(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, spec: Any) -> NcclEstimate:
+    """``nccl_time_us`` with the GPU numbers taken from one ``GpuSpec``."""
+    ic = spec.interconnect
+    return nccl_time_us(collective, nbytes, ranks, ranks_per_node, spec.architecture, ic["kind"],
+                        float(ic["bandwidth_bps"]), bool(ic["nvswitch"]), int(ic.get("links", 0)))

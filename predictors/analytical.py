@@ -25,8 +25,11 @@ FP32_SIMT_EFFICIENCY = 0.85
 MEMORY_EFFICIENCY = 0.75
 #: device time of the shortest kernel: launch ramp, prologue and epilogue (µs)
 KERNEL_FLOOR_US = 2.5
-#: kernels one call launches, before split-K
+#: kernels one call launches: GEMM 1 (+1 split-K reduction), attention 1; fused MoE 5 (align, up+gate,
+#: activation, down, combine); the per-expert torch loop 4 per active expert (gather, up+gate,
+#: activation, down) plus routing and combine
 KERNELS_PER_CALL = {"gemm": 1.0, "attention": 1.0, "moe": 5.0}
+TORCH_MOE_KERNELS_PER_EXPERT = 4.0
 #: uncalibrated analytical interval: the answer divided / multiplied by this factor
 INTERVAL_FACTOR = 2.0
 
@@ -61,6 +64,8 @@ def predict_columns(cols, op: str, features: dict | None = None) -> dict[str, np
         t_compute = f["compute_floor_us"] / (eff * f["wave_efficiency"])
         t_memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
         kernels = KERNELS_PER_CALL[op] + (f["split_k"] > 1 if op == "gemm" else 0)
+        if op == "moe":
+            kernels = np.where(backend == "torch", 2 + TORCH_MOE_KERNELS_PER_EXPERT * f["active_experts"], kernels)
         t_fixed = np.broadcast_to(KERNEL_FLOOR_US * kernels, t_compute.shape)
         latency = np.maximum(t_compute, t_memory) + t_fixed
         bound = BOUNDS[np.argmax(np.stack([t_compute, t_memory, t_fixed]), axis=0)]

@@ -1,0 +1,67 @@
+"""Collective features: sizes, ring/tree structure and NCCL's own cost model, per row, vectorized.
+
+The learned target's floor for collectives is NCCL's model time (``floor_us = nccl_time_us``):
+models learn ``log(measured / NCCL-model)``, the part of the time NCCL's tuner does not explain.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Mapping
+
+import numpy as np
+
+from kernelcast.features.common import gpu_columns
+from kernelcast.features.desc import DTYPE_BYTES
+from kernelcast.features.gpu import get_gpu
+from kernelcast.features.nccl_model import bus_bytes, busbw_factor, intra_graph, nccl_time_us
+
+@functools.cache
+def _link(name: str) -> tuple:
+    """(architecture, link kind, link B/s, nvswitch, links, NCCL intra GB/s) of one canonical GPU name."""
+    spec = get_gpu(name)
+    ic = spec.interconnect
+    arch, kind, bw = spec.architecture, str(ic["kind"]), float(ic["bandwidth_bps"])
+    channels, per_channel = intra_graph(arch, kind, bw)
+    return arch, kind, bw, bool(ic["nvswitch"]), int(ic.get("links", 0)), channels * per_channel
+
+
+def _gpu_link_columns(names: np.ndarray) -> tuple[np.ndarray, ...]:
+    uniq, inv = np.unique(np.asarray(names, dtype=str), return_inverse=True)
+    rows = [_link(str(u)) for u in uniq]
+    return tuple(np.asarray([r[i] for r in rows], dtype=object if i < 2 else None)[inv] for i in range(6))
+
+
+def collective_features(cols: Mapping[str, object], gpu: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Features of collective rows from description columns (``collective, bytes, ranks,
+    ranks_per_node, dtype, in_place, gpu``); ``gpu`` is ``features.common.gpu_columns`` of the rows
+    (computed from ``cols['gpu']`` when not given). Every value is a float array of equal length."""
+    gpu = gpu if gpu is not None else gpu_columns(cols["gpu"])
+    names = np.atleast_1d(np.asarray(gpu["_names"], dtype=object))
+    n_rows = len(names)
+    coll = np.broadcast_to(np.asarray(cols["collective"], dtype=object), (n_rows,)).astype(str)
+    nbytes = np.broadcast_to(np.asarray(cols["bytes"], dtype=np.float64), (n_rows,))
+    ranks = np.broadcast_to(np.asarray(cols["ranks"], dtype=np.int64), (n_rows,))
+    rpn_col = cols.get("ranks_per_node")
+    rpn = np.broadcast_to(np.asarray(ranks if rpn_col is None else rpn_col, dtype=np.int64), (n_rows,))
+    arch, kind, link_bw, nvswitch, links, intra = _gpu_link_columns(names)
+    est = nccl_time_us(coll, nbytes, ranks, rpn, arch, kind, link_bw, nvswitch, links)
+    nodes = ranks // rpn
+    is_ar = coll == "all_reduce"
+    ring_steps = np.where(is_ar, 2 * (ranks - 1), np.where(np.isin(coll, ("all_gather", "reduce_scatter")),
+                                                           ranks - 1, ranks))
+    elem = np.asarray([DTYPE_BYTES[d] for d in np.broadcast_to(np.asarray(cols["dtype"], dtype=object), (n_rows,))])
+    in_place = np.broadcast_to(np.asarray(cols.get("in_place", False), dtype=bool), (n_rows,))
+    per_rank = np.where(coll == "all_gather", nbytes / ranks, nbytes)
+    f = lambda x: np.asarray(x, dtype=np.float64)
+    return {
+        "bytes": f(nbytes), "log2_bytes": np.log2(nbytes), "ranks": f(ranks), "ranks_per_node": f(rpn),
+        "nodes": f(nodes), "per_rank_bytes": f(per_rank), "chunk_bytes": nbytes / ranks,
+        "log2_chunk_bytes": np.log2(nbytes / ranks), "bus_bytes": bus_bytes(coll, nbytes, ranks),
+        "busbw_factor": busbw_factor(coll, ranks), "elem_bytes": f(elem), "elements": nbytes / elem,
+        "in_place": f(in_place), "nccl_link_gbs": f(intra), "nccl_channels": f(est.channels),
+        "ring_steps": f(ring_steps), "tree_depth": f((rpn - 1) + np.ceil(np.log2(nodes))),
+        "nccl_algo": f(est.algo_code), "nccl_proto": f(est.proto_code),
+        "nccl_latency_term_us": f(est.latency_us), "nccl_bandwidth_term_us": est.time_us - est.latency_us,
+        "nccl_algbw_gbs": f(est.algbw_gbs), "nccl_bus_bw_gbs": f(est.bus_bw_gbs),
+        "nccl_time_us": f(est.time_us), "floor_us": f(est.time_us),
+    }

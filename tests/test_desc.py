@@ -1,0 +1,132 @@
+"""Kernel descriptions: valid round trips, hand-picked errors, and a fuzz of malformed input."""
+import json
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernelcast.features.desc import OPS, from_json, from_row, op_fields, parse_desc
+from kernelcast.features.frame import validate_frame
+
+TRITON_GEMM = {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 8, "num_stages": 3, "split_k": 1}
+VALID = {
+    "gemm": {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "triton", "m": 4096, "n": 4096, "k": 4096,
+             "config": TRITON_GEMM},
+    "attention": {"op": "attention", "gpu": "NVIDIA H200", "dtype": "fp16", "backend": "flash", "batch": 2,
+                  "heads_q": 32, "heads_kv": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "causal": True},
+    "moe": {"op": "moe", "gpu": "h200_sxm", "dtype": "bf16", "backend": "torch", "tokens": 4, "hidden": 64,
+            "ffn": 64, "experts": 4, "top_k": 2, "distribution": [3, 0, 4, 1]},
+    "collective": {"op": "collective", "gpu": "H100", "dtype": "bf16", "backend": "nccl",
+                   "collective": "all_gather", "bytes": 1 << 20, "ranks": 8},
+}
+
+
+@pytest.mark.parametrize("op", VALID)
+def test_round_trips(op):
+    desc = parse_desc(VALID[op])
+    assert parse_desc(desc.to_dict()) == desc
+    assert from_json(desc.to_json()) == desc
+    assert from_row(desc.to_row()) == desc
+    assert json.loads(desc.to_json())["op"] == op
+
+
+def test_defaults_and_aliases():
+    d = parse_desc(VALID["collective"])
+    assert (d.gpu, d.ranks_per_node, d.in_place) == ("h100_sxm", 8, False)
+    g = parse_desc({**VALID["gemm"], "backend": "cublas", "config": None, "dtype": "fp32"})
+    assert (g.batch, g.layout, g.out_dtype) == (1, "nt", "fp32")
+
+
+@pytest.mark.parametrize("op,change,match", [
+    ("gemm", {"m": 0}, r"kernel_desc\['m'\] must be an integer in \[1, 16777216\]; got 0"),
+    ("gemm", {"k": 4096.5}, r"kernel_desc\['k'\] must be an integer"),
+    ("gemm", {"n": True}, r"kernel_desc\['n'\] must be an integer"),
+    ("gemm", {"dtype": "fp6"}, r"kernel_desc\['dtype'\] must be one of fp32, tf32, bf16, .*; got 'fp6'"),
+    ("gemm", {"config": {**TRITON_GEMM, "block_m": 96}}, r"config.block_m'\] must be a power of two"),
+    ("gemm", {"config": None}, r"kernel_desc\['config'\] must be a mapping with block_m"),
+    ("gemm", {"m": 1 << 24, "k": 1 << 24}, r"at most 2\*\*38 elements"),
+    ("gemm", {"gpu": "H900"}, r"kernel_desc\['gpu'\] must be one of a100_sxm, .*h200_sxm.*; got 'H900'"),
+    ("gemm", {"heads_q": 4}, r"kernel_desc\['heads_q'\] must be absent: op 'gemm' takes"),
+    ("attention", {"heads_q": 12}, r"kernel_desc\['heads_q'\] must be a multiple of heads_kv=8; got 12"),
+    ("attention", {"seq_q": 8192}, r"kernel_desc\['seq_q'\] must be at most seq_kv=4096 when causal"),
+    ("attention", {"causal": "yes"}, r"kernel_desc\['causal'\] must be true or false; got 'yes'"),
+    ("moe", {"top_k": 5}, r"kernel_desc\['top_k'\] must be at most experts=4; got 5"),
+    ("moe", {"distribution": [1, 1, 1, 1]}, r"counts summing to tokens\*top_k=8"),
+    ("moe", {"distribution": "zipf"}, r"kernel_desc\['distribution'\] must be 'balanced', 'power_law_<alpha>'"),
+    ("collective", {"ranks_per_node": 3}, r"kernel_desc\['ranks_per_node'\] must be a divisor of ranks=8; got 3"),
+    ("collective", {"bytes": 1001}, r"kernel_desc\['bytes'\] must be a multiple of the bf16 element size"),
+    ("collective", {"ranks": 1, "ranks_per_node": 1}, r"kernel_desc\['ranks'\] must be an integer >= 2"),
+])
+def test_errors_name_field_value_and_allowed(op, change, match):
+    bad = {**VALID[op], **change}
+    with pytest.raises(ValueError, match=match):
+        parse_desc(bad)
+    with pytest.raises(ValueError, match="row 0: .*" + match):
+        validate_frame(pd.DataFrame([bad]))
+
+
+def test_not_a_mapping_and_bad_json():
+    with pytest.raises(ValueError, match="kernel_desc must be a mapping"):
+        parse_desc([1, 2])
+    with pytest.raises(ValueError, match="not valid JSON"):
+        from_json("{op: gemm")
+
+
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                 st.text(max_size=12), st.lists(st.integers(-5, 50), max_size=6),
+                 st.dictionaries(st.text(max_size=8), st.integers(-3, 300), max_size=4))
+ALL_FIELDS = {f for op in OPS for f in op_fields(op)}
+FIELD_NAMES = sorted({k for v in VALID.values() for k in v} | {"layout", "out_dtype", "batch", "gated",
+                                                               "in_place", "ranks_per_node", "bogus"})
+
+
+@st.composite
+def malformed(draw):
+    d = dict(VALID[draw(st.sampled_from(sorted(VALID)))])
+    for _ in range(draw(st.integers(1, 4))):
+        action = draw(st.sampled_from(["set", "drop", "config"]))
+        key = draw(st.sampled_from(FIELD_NAMES))
+        if action == "drop":
+            d.pop(key, None)
+        elif action == "config":
+            d["config"] = draw(st.dictionaries(st.sampled_from(sorted(TRITON_GEMM) + ["x"]), JUNK, max_size=8))
+        else:
+            d[key] = draw(JUNK)
+    return d
+
+
+@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(malformed())
+def test_fuzz_only_value_errors(d):
+    """≥10,000 random malformed descriptions: a ValueError naming kernel_desc, or a valid parse."""
+    try:
+        desc = parse_desc(d)
+    except ValueError as exc:
+        assert "kernel_desc" in str(exc)
+        return
+    assert parse_desc(desc.to_dict()) == desc
+
+
+@settings(max_examples=1_500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(malformed())
+def test_fuzz_frame_agrees_with_scalar(d):
+    """Column-wise validation accepts exactly what parse_desc accepts.
+
+    In a frame, None and NaN are an empty cell (absent) and columns that are no description field are
+    ignored, so the scalar side sees the same: no None values, description fields only.
+    """
+    d = {k: v for k, v in d.items() if k in ALL_FIELDS and v is not None and v == v}
+    try:
+        parse_desc(d)
+        scalar_ok = True
+    except ValueError:
+        scalar_ok = False
+    frame = pd.DataFrame({k: pd.Series([v], dtype=object) for k, v in d.items()})
+    try:
+        validate_frame(frame)
+        frame_ok = True
+    except ValueError as exc:
+        assert "kernel_desc" in str(exc)
+        frame_ok = False
+    assert frame_ok == scalar_ok

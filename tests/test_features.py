@@ -1,0 +1,102 @@
+"""Features: hand-computed values for one case per op, and the pinned names and order."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from kernelcast.features.attention import attended_pairs
+from kernelcast.features.moe import expert_counts
+from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, build_features, feature_names
+
+GPU_FEATURES = ("gpu_sm_count", "gpu_boost_clock_hz", "gpu_memory_bandwidth_bps", "gpu_l2_bytes",
+                "gpu_infinity_cache_bytes", "gpu_shared_memory_per_sm_bytes", "gpu_registers_per_sm",
+                "gpu_max_warps_per_sm", "gpu_warp_size", "gpu_link_bandwidth_bps")
+PINNED = {
+    "gemm": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
+                            "log_m", "log_n", "log_k", "batch", "elem_bytes", "out_bytes", "peak_flops", "block_m",
+                            "block_n", "block_k", "split_k", "tiles", "waves", "wave_efficiency", "k_iterations",
+                            "m_padding", "n_padding", "weights_fit_l2", "all_fit_l2", "ridge_ratio"),
+    "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
+                                 "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
+                                 "head_dim", "causal", "elem_bytes", "peak_flops", "causal_fraction",
+                                 "kv_bytes_share", "block_m", "work_units", "waves", "wave_efficiency", "kv_fits_l2"),
+    "moe": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
+                           "log_tokens", "hidden", "ffn", "experts", "top_k", "gated", "elem_bytes", "peak_flops",
+                           "active_experts", "max_tokens_per_expert", "mean_tokens_per_expert", "load_imbalance",
+                           "padding_overhead", "weight_bytes_share", "tiles", "waves", "wave_efficiency",
+                           "weights_fit_l2"),
+}
+
+
+@pytest.mark.parametrize("op", PINNED)
+def test_feature_names_and_order_are_pinned(op):
+    # Changing these means bumping FEATURE_VERSION (shipped models pin both).
+    assert FEATURE_VERSION == "1"
+    assert feature_names(op) == PINNED[op]
+
+
+def _features(op, **row):
+    return build_features(pd.DataFrame([{"gpu": "h200_sxm", **row}]), op).iloc[0]
+
+
+def test_gemm_by_hand_on_h200():
+    f = _features("gemm", m=1, n=4096, k=4096, batch=1, dtype="bf16", out_dtype="bf16", backend="cublas",
+                  layout="nt", config=None)
+    assert f["flops"] == 2 * 4096 * 4096
+    assert f["bytes"] == (4096 + 4096 * 4096 + 4096) * 2            # A, B read once; C written once
+    assert f["memory_floor_us"] == pytest.approx(33_570_816 / 4.8e12 * 1e6)
+    assert f["compute_floor_us"] == pytest.approx(2 * 4096 * 4096 / 989.4e12 * 1e6)
+    assert f["floor_us"] == f["memory_floor_us"]
+    assert (f["block_m"], f["block_n"], f["tiles"], f["waves"]) == (64, 64, 64, 1)   # 1×64 n-tiles, one wave
+    assert f["wave_efficiency"] == pytest.approx(64 / 132)
+    assert f["weights_fit_l2"] == 1.0 and f["gpu_sm_count"] == 132
+    assert (f["backend"], f["source"]) == ("cublas", "kernelcast")
+
+
+def test_gemm_triton_config_sets_tiles():
+    cfg = '{"block_k": 64, "block_m": 128, "block_n": 64, "group_m": 8, "num_stages": 3, "num_warps": 4, "split_k": 2}'
+    f = _features("gemm", m=1000, n=1000, k=512, batch=1, dtype="fp16", out_dtype="fp16", backend="triton",
+                  layout="nn", config=cfg)
+    assert f["tiles"] == 8 * 16 * 2                               # ceil(1000/128)·ceil(1000/64)·split_k
+    assert f["waves"] == 2 and f["wave_efficiency"] == pytest.approx(256 / 264)
+    assert f["k_iterations"] == 4                                 # 512 / 2 / 64
+    assert f["m_padding"] == pytest.approx(1024 / 1000)
+
+
+def test_attention_by_hand_causal_gqa():
+    f = _features("attention", batch=2, heads_q=8, heads_kv=2, seq_q=1024, seq_kv=1024, head_dim=128, causal=True,
+                  dtype="bf16", backend="flash", config=None)
+    pairs = 1024 * 1025 / 2
+    assert f["flops"] == 4 * 2 * 8 * 128 * pairs
+    assert f["bytes"] == 2 * (2 * 8 * 1024 * 128 * 2) + 2 * (2 * 2 * 1024 * 128 * 2)
+    assert f["work_units"] == 8 * 8 * 2 and f["waves"] == 1        # 8 q-tiles × 8 heads × 2 batch
+    assert f["gqa_ratio"] == 4 and f["causal_fraction"] == pytest.approx(pairs / 1024**2)
+
+
+def test_attended_pairs_bottom_right_decode():
+    # one query at the end of a 4096-key cache sees every key
+    assert attended_pairs(np.array([1.0]), np.array([4096.0]), np.array([True]))[0] == 4096
+    assert attended_pairs(np.array([2.0]), np.array([3.0]), np.array([True]))[0] == 2 + 3
+
+
+def test_expert_counts_by_hand():
+    assert expert_counts(10, 4, 2, "balanced").tolist() == [5, 5, 5, 5]
+    # shares 16·(1, 1/2, 1/3, 1/4)/2.0833 = 7.68, 3.84, 2.56, 1.92 → largest remainders
+    assert expert_counts(8, 4, 2, "power_law_1").tolist() == [8, 4, 2, 2]
+    capped = expert_counts(2, 4, 3, "power_law_2")                # no expert may see a token twice
+    assert capped.sum() == 6 and capped.max() <= 2 and list(capped) == sorted(capped, reverse=True)
+    assert expert_counts(4, 4, 2, [3, 0, 4, 1]).tolist() == [3, 0, 4, 1]
+
+
+def test_moe_by_hand_with_an_idle_expert():
+    f = _features("moe", tokens=4, hidden=64, ffn=64, experts=4, top_k=2, gated=True, distribution="[3, 0, 4, 1]",
+                  dtype="bf16", backend="torch", config=None)
+    assert f["flops"] == 2 * 8 * 64 * (128 + 64)                    # up+gate (2·ffn) then down (ffn)
+    assert f["active_experts"] == 3 and f["load_imbalance"] == 2.0   # max 4 over mean 2
+    assert f["bytes"] == 3 * 64 * 192 * 2 + 2 * 4 * 64 * 2 + 8 * 192 * 2
+
+
+def test_categorical_columns_use_fixed_categories():
+    f = build_features(pd.DataFrame([{"gpu": "h100_sxm", "m": 64, "n": 64, "k": 64, "batch": 1, "dtype": "bf16",
+                                      "out_dtype": "bf16", "backend": "trtllm", "layout": "nt", "config": None}]), "gemm")
+    assert list(f["backend"].cat.categories) == list(CATEGORICAL["gemm"]["backend"])
+    assert f["source"].iloc[0] == "aiconfigurator"                 # outside backends default to their source

@@ -1,0 +1,79 @@
+"""predict_latency / predict_many: hand-computed analytical answers, batch = single, clear errors."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from kernelcast import predict_latency, predict_many
+from kernelcast.predictors import analytical as A
+
+GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
+
+
+def test_gemm_8192_cubed_is_compute_bound_at_the_bf16_peak():
+    p = predict_latency({**GEMM, "m": 8192, "n": 8192, "k": 8192})
+    assert p.floor_us == pytest.approx(2 * 8192**3 / 989.4e12 * 1e6, rel=0.01)
+    assert p.bound == "compute" and p.model == "analytical" and not p.in_distribution
+    # 128×256 tiles: 64·32 = 2048 tiles over 132 SMs = 16 waves at 2048/2112 efficiency
+    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["gemm"]["cublas"] * 2048 / 2112) + A.KERNEL_FLOOR_US
+    assert p.latency_us == pytest.approx(expected)
+    assert p.low_us <= p.latency_us <= p.high_us
+
+
+def test_gemv_is_memory_bound():
+    p = predict_latency({**GEMM, "m": 1, "n": 4096, "k": 4096})
+    floor = (4096 + 4096 * 4096 + 4096) * 2 / 4.8e12 * 1e6
+    assert p.bound == "memory" and p.floor_us == pytest.approx(floor)
+    assert p.latency_us == pytest.approx(floor / A.MEMORY_EFFICIENCY + A.KERNEL_FLOOR_US)
+
+
+def test_tiny_gemm_is_latency_bound():
+    assert predict_latency({**GEMM, "m": 16, "n": 16, "k": 16}).bound == "latency"
+
+
+def test_attention_prefill_by_hand():
+    d = {"op": "attention", "gpu": "h200_sxm", "dtype": "bf16", "backend": "flash", "batch": 1, "heads_q": 32,
+         "heads_kv": 8, "seq_q": 4096, "seq_kv": 4096, "head_dim": 128, "causal": True}
+    p = predict_latency(d)
+    flops = 4 * 32 * 128 * 4096 * 4097 / 2
+    assert p.floor_us == pytest.approx(flops / 989.4e12 * 1e6)
+    units = 32 * 32                                                  # 32 q-tiles × 32 heads = 1024 → 8 waves
+    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["attention"]["flash"] * units / (8 * 132)) + A.KERNEL_FLOOR_US
+    assert p.bound == "compute" and p.latency_us == pytest.approx(expected)
+
+
+def test_moe_decode_streams_only_active_experts():
+    d = {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "torch", "tokens": 1, "hidden": 4096,
+         "ffn": 14336, "experts": 8, "top_k": 2}
+    p = predict_latency(d)
+    weights = 2 * 4096 * 3 * 14336 * 2                               # 2 active experts, up+gate+down, bf16
+    acts = 2 * 4096 * 2 + 2 * (2 * 14336 + 14336) * 2
+    assert p.bound == "memory" and p.floor_us == pytest.approx((weights + acts) / 4.8e12 * 1e6)
+    # the per-expert torch loop pays 4 kernels per active expert, plus routing and combine
+    assert p.latency_us == pytest.approx(p.floor_us / A.MEMORY_EFFICIENCY + A.KERNEL_FLOOR_US * (2 + 4 * 2))
+
+
+def test_predict_many_equals_predict_latency_for_mixed_ops():
+    rows = [{**GEMM, "m": m, "n": 4096, "k": 1024} for m in (1, 77, 4096)] + [
+        {"op": "attention", "gpu": "MI300X", "dtype": "fp16", "backend": "cudnn", "batch": 4, "heads_q": 16,
+         "heads_kv": 16, "seq_q": 1, "seq_kv": 8192, "head_dim": 64, "causal": False},
+        {"op": "moe", "gpu": "B200", "dtype": "fp8_e4m3", "backend": "torch", "tokens": 64, "hidden": 7168,
+         "ffn": 2048, "experts": 256, "top_k": 8, "distribution": "power_law_1.01"}]
+    frame = pd.DataFrame(rows, index=[10, 11, 12, 13, 14])
+    many = predict_many(frame)
+    assert list(many.index) == [10, 11, 12, 13, 14]
+    for row, (_, got) in zip(rows, many.iterrows()):
+        one = predict_latency(row)
+        assert got["latency_us"] == pytest.approx(one.latency_us)
+        assert (got["bound"], got["model"]) == (one.bound, one.model)
+
+
+def test_predict_many_errors_name_the_row():
+    frame = pd.DataFrame([{**GEMM, "m": 8, "n": 8, "k": 8}, {**GEMM, "m": 8, "n": -1, "k": 8}])
+    with pytest.raises(ValueError, match=r"row 1: kernel_desc\['n'\] must be an integer in \[1, 16777216\]"):
+        predict_many(frame)
+
+
+def test_every_gpu_gets_an_answer():
+    from kernelcast.features.gpu import list_gpus
+    out = predict_many([{**GEMM, "gpu": g.name, "m": 512, "n": 512, "k": 512} for g in list_gpus()])
+    assert np.isfinite(out["latency_us"].astype(float)).all() and (out["latency_us"] > 0).all()
