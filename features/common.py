@@ -49,11 +49,7 @@ def gpu_columns(gpus) -> dict[str, np.ndarray]:
 
 @functools.cache
 def _peak(gpu: str, dtype: str) -> float:
-    spec = get_gpu(gpu)
-    key = DTYPE_PEAK[dtype]
-    if key not in spec.peak_flops and key == "fp4":      # no FP4 units: runs at the FP8 rate
-        key = "fp8"
-    return spec.peak(key)
+    return get_gpu(gpu).peak(DTYPE_PEAK[dtype])
 
 
 def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kernelcast.features.gpu import resolve_gpu_name
+from kernelcast.features.gpu import get_gpu, resolve_gpu_name
 
 OPS = ("gemm", "attention", "moe", "collective")
 
@@ -174,6 +174,11 @@ def _ints(d: Mapping, op: str) -> dict[str, int]:
 def check_config(d: Mapping, op: str, backend: str) -> tuple[tuple[str, Any], ...] | None:
     """Triton backends need a full, checked config; others may carry scalar annotations."""
     cfg = d.get("config")
+    if isinstance(cfg, str):                     # rows and CLIs carry configs as JSON text
+        try:
+            cfg = json.loads(cfg)
+        except json.JSONDecodeError:
+            raise field_error("config", cfg, "a mapping of names to numbers or strings (or its JSON text)") from None
     if cfg is None:
         if backend == "triton":
             raise field_error("config", None, f"a mapping with {', '.join(TRITON_CONFIG[op])} for backend 'triton'")
@@ -212,8 +217,19 @@ def _check_common(d: Any) -> tuple[str, str, str, str]:
         raise field_error("gpu", gpu_value, "a GPU name from `kernelcast gpus`")
     gpu = resolve_gpu_name(gpu_value)
     dtype = _choice(d, "dtype", OP_DTYPES[op])
+    check_dtype_on_gpu(op, gpu, dtype)
     backend = _choice(d, "backend", OP_BACKENDS[op])
     return op, gpu, dtype, backend
+
+
+def check_dtype_on_gpu(op: str, gpu: str, dtype: str) -> None:
+    """Compute ops need the GPU to have units for the dtype (no fp8 on an A100, no fp4 on a Hopper)."""
+    if op == "collective":
+        return
+    spec = get_gpu(gpu)
+    if DTYPE_PEAK[dtype] not in spec.peak_flops:
+        runs = [d for d in OP_DTYPES[op] if DTYPE_PEAK[d] in spec.peak_flops]
+        raise field_error("dtype", dtype, f"one of {', '.join(runs)} on {gpu} (it has no {DTYPE_PEAK[dtype]} units)")
 
 
 class _Desc:
@@ -390,9 +406,7 @@ def from_row(row: Mapping[str, Any]) -> Desc:
         value = row.get(name)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
-        if name == "config" and isinstance(value, str):
-            value = json.loads(value)
-        elif name == "distribution" and isinstance(value, str) and value.startswith("["):
+        if name == "distribution" and isinstance(value, str) and value.startswith("["):
             value = json.loads(value)
         d[name] = value.item() if hasattr(value, "item") else value
     return parse_desc(d)

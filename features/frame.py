@@ -73,6 +73,8 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
     out["gpu"] = _per_unique(frame, "gpu", gpus, lambda v, i: resolve_gpu_name(v) if isinstance(v, str)
                              else (_ for _ in ()).throw(D.field_error("gpu", v, "a GPU name from `kernelcast gpus`")))
     _choices(frame, "dtype", D.OP_DTYPES[op], None, out)
+    pairs = np.asarray([f"{g}|{t}" for g, t in zip(out["gpu"], out["dtype"])], dtype=object)
+    _per_unique(frame, "dtype", pairs, lambda v, i: D.check_dtype_on_gpu(op, *v.split("|")))
     _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
     for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
         if name == "out_dtype":
@@ -102,22 +104,20 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
                                 lambda v, i: _config_json(v, op, out["backend"][i]))
     if op == "moe":
         dist = _column(frame, "distribution", "balanced")
-        keyed = np.asarray([(d if isinstance(d, str) else json.dumps(list(d)), t, e, k) for d, t, e, k in
-                            zip(dist, out["tokens"], out["experts"], out["top_k"])], dtype=object)
+        keyed = np.empty(len(dist), dtype=object)
+        keyed[:] = list(zip(dist, out["tokens"].tolist(), out["experts"].tolist(), out["top_k"].tolist()))
         out["distribution"] = _per_unique(frame, "distribution", keyed, lambda v, i: _dist_json(*v))
     return out
 
 
 def _config_json(value: Any, op: str, backend: str) -> str | None:
-    if isinstance(value, str):
-        value = json.loads(value)
     cfg = D.check_config({"config": value}, op, backend)
     return None if cfg is None else json.dumps(dict(cfg), sort_keys=True)
 
 
-def _dist_json(dist: str, tokens: int, experts: int, top_k: int) -> str:
-    value = json.loads(dist) if dist.startswith("[") else dist
-    out = D.check_distribution(value, int(tokens), int(experts), int(top_k))
+def _dist_json(dist: Any, tokens: int, experts: int, top_k: int) -> str:
+    value = json.loads(dist) if isinstance(dist, str) and dist.startswith("[") else dist
+    out = D.check_distribution(value, tokens, experts, top_k)
     return out if isinstance(out, str) else json.dumps(list(out))
 
 
@@ -130,7 +130,7 @@ def validate_frame(frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, dict[str,
     if "op" not in frame:
         raise ValueError("kernel_desc frame must have an 'op' column; got columns " + ", ".join(map(str, frame.columns)))
     ops = frame["op"].to_numpy(dtype=object)
-    bad = ~np.isin(ops.astype(str), D.OPS)
+    bad = np.fromiter((not (isinstance(v, str) and v in D.OPS) for v in ops), bool, len(ops))
     if bad.any():
         i = int(np.argmax(bad))
         raise _row_error(frame.index, i, D.field_error("op", ops[i], "one of " + ", ".join(D.OPS)))

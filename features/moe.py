@@ -5,6 +5,7 @@ import functools
 import json
 
 import numpy as np
+import pandas as pd
 
 from kernelcast.features.common import config_values, lookup, peak_per_row, tile_waves
 
@@ -12,41 +13,33 @@ from kernelcast.features.common import config_values, lookup, peak_per_row, tile
 DEFAULT_BLOCK_M = 64
 
 
-def _largest_remainder(shares: np.ndarray, total: int, cap: int) -> np.ndarray:
-    """Round non-negative shares (summing to total) to integers ≤ cap that sum to total."""
-    counts = np.minimum(np.floor(shares).astype(np.int64), cap)
-    left = total - int(counts.sum())
-    order = np.argsort(-(shares - np.floor(shares)), kind="stable")
-    for i in order:
-        if left == 0:
-            break
-        if counts[i] < cap:
-            counts[i] += 1
-            left -= 1
-    return counts
+def round_shares(shares: np.ndarray) -> np.ndarray:
+    """Largest-remainder rounding of each row of non-negative shares to integers with the same sum."""
+    floors = np.floor(shares)
+    left = np.rint(shares.sum(axis=1) - floors.sum(axis=1))[:, None]
+    order = np.argsort(floors - shares, axis=1, kind="stable")          # largest remainder first
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(shares.shape[1])[None, :].repeat(len(shares), 0), axis=1)
+    return (floors + (rank < left)).astype(np.int64)
 
 
-@functools.lru_cache(maxsize=65536)
-def _counts_cached(tokens: int, experts: int, top_k: int, distribution: str) -> tuple[int, ...]:
-    total = tokens * top_k
-    if distribution.startswith("["):
-        return tuple(json.loads(distribution))
+@functools.lru_cache(maxsize=4096)
+def unit_shares(experts: int, top_k: int, distribution: str) -> np.ndarray:
+    """Each expert's expected share of the tokens (sum top_k, each ≤ 1: a token visits an expert once)."""
     if distribution == "balanced":
         weights = np.ones(experts)
     else:
-        alpha = float(distribution.removeprefix("power_law_"))
-        weights = np.arange(1, experts + 1, dtype=np.float64) ** -alpha
-    shares = total * weights / weights.sum()
-    # an expert sees each token at most once: cap at `tokens`, hand the excess to the others
-    for _ in range(experts):
-        over = shares > tokens
+        weights = np.arange(1, experts + 1, dtype=np.float64) ** -float(distribution.removeprefix("power_law_"))
+    shares = top_k * weights / weights.sum()
+    for _ in range(experts):                       # cap at 1 and hand the excess to the others
+        over = shares > 1
         if not over.any():
             break
-        excess = (shares[over] - tokens).sum()
-        shares[over] = tokens
-        free = shares < tokens
+        excess = (shares[over] - 1).sum()
+        shares[over] = 1
+        free = shares < 1
         shares[free] += excess * shares[free] / shares[free].sum()
-    return tuple(int(c) for c in _largest_remainder(shares, total, tokens))
+    return shares
 
 
 def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.ndarray:
@@ -56,23 +49,29 @@ def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.nda
     proportional to (i+1)^-alpha, capped at ``tokens``; a list/tuple (or its JSON) is taken as is.
     """
     if not isinstance(distribution, str):
-        distribution = json.dumps([int(c) for c in distribution])
-    return np.asarray(_counts_cached(int(tokens), int(experts), int(top_k), distribution), dtype=np.int64)
+        return np.asarray([int(c) for c in distribution], dtype=np.int64)
+    if distribution.startswith("["):
+        return np.asarray(json.loads(distribution), dtype=np.int64)
+    return round_shares(int(tokens) * unit_shares(int(experts), int(top_k), distribution)[None, :])[0]
 
 
 def _load_stats(cols, block_m: np.ndarray) -> dict[str, np.ndarray]:
-    n = len(cols["tokens"])
+    """Per-row load statistics, computed per (experts, top_k, distribution, block_m) group in bulk."""
+    tokens = np.asarray(cols["tokens"], dtype=np.int64)
+    n = len(tokens)
     out = {name: np.empty(n) for name in ("max_tokens_per_expert", "active_experts", "padded_rows", "m_tiles")}
-    keys = zip(cols["tokens"], cols["experts"], cols["top_k"], cols["distribution"], block_m)
-    memo: dict = {}
-    for i, key in enumerate(keys):
-        if key not in memo:
-            tokens, experts, top_k, dist, bm = key
-            c = expert_counts(tokens, experts, top_k, dist)
-            tiles = -(-c // int(bm))
-            memo[key] = (c.max(), np.count_nonzero(c), (tiles * int(bm)).sum(), tiles.sum())
-        for name, value in zip(out, memo[key]):
-            out[name][i] = value
+    keys = pd.DataFrame({"e": np.asarray(cols["experts"], np.int64), "k": np.asarray(cols["top_k"], np.int64),
+                         "d": np.asarray(cols["distribution"], dtype=object), "b": block_m})
+    for (experts, top_k, dist, bm), idx in keys.groupby(["e", "k", "d", "b"], sort=False).indices.items():
+        if dist.startswith("["):
+            counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(idx), 0)
+        else:
+            counts = round_shares(tokens[idx, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
+        tiles = -(-counts // int(bm))
+        out["max_tokens_per_expert"][idx] = counts.max(axis=1)
+        out["active_experts"][idx] = np.count_nonzero(counts, axis=1)
+        out["padded_rows"][idx] = tiles.sum(axis=1) * bm
+        out["m_tiles"][idx] = tiles.sum(axis=1)
     return out
 
 

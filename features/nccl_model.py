@@ -18,8 +18,11 @@ What NCCL learns from its topology search, and what we assume instead (documente
   channels and keeps the best ``nChannels × speed``; channels at ≥ 25 GB/s are then duplicated
   (``nChannels × 2``, speed / 2) as ``ncclTopoCompute`` does. H200 (18 NVLink4): 6 × 60 GB/s
   → 12 channels × 30 GB/s = 360 GB/s bus bandwidth; the same for 2 GPUs joined by NV18.
-* Tree graph: same channels/bandwidth as the ring graph; intra-node pattern is the balanced
-  tree (no 0.85 ``NCCL_TOPO_PATTERN_TREE`` penalty). NVLS / CollNet are off (our hosts keep
+* Tree graph: same channels/bandwidth as the ring graph, except two GPUs in one node, where the
+  tree uses both directions of the link: NCCL 2.28.9 on 2×H200 (NV18) logged ``Pattern 1,
+  nChannels 12, bw 60`` next to the ring's ``Pattern 4, nChannels 12, bw 30``; its whole logged
+  tuning table is reproduced by this module (tests/test_nccl_model.py). Intra-node pattern is
+  the balanced tree (no 0.85 ``NCCL_TOPO_PATTERN_TREE`` penalty). NVLS / CollNet are off (our hosts keep
   NVLS disabled); PAT is modelled (AllGather / ReduceScatter at one rank per node).
 * Inter-node: one NIC per GPU at ``NET_BW_GBS`` (400 Gb/s = 50 GB/s) caps the graph's per-channel
   bandwidth at ``ranks_per_node × 50 / nChannels``; ``latencyInter`` 0, Intel host (net overhead
@@ -252,7 +255,8 @@ def tune_table(coll: str, n: int, rpn: int, arch: str, link_kind: str, link_bw_b
                 if (p == LL128 and intra_hw != HW_NVLINK) or (a == PAT and (p != SIMPLE or nodes != n)):
                     continue
                 lat[a * 3 + p] = _ring_tree_lat(coll, a, p, n, nodes, intra_hw)
-                bw[a * 3 + p] = _ring_tree_bw(coll, a, p, n, nodes, cc, nch, per_ch)
+                pair_tree = 2.0 if a == TREE and n == 2 and nodes == 1 else 1.0   # see module docstring
+                bw[a * 3 + p] = _ring_tree_bw(coll, a, p, n, nodes, cc, nch, per_ch * pair_tree)
     multi_ar = coll == "all_reduce" and nodes > 1
     return Table(lat, bw, nch, _factor(coll, n), coll == "all_reduce",
                  64.0 * nch * n if multi_ar else math.inf, 1.9 if cc == 0 else 1.4)

@@ -118,13 +118,9 @@ def cmd_layer(args: argparse.Namespace) -> int:
 
 def _stage_parsers(sub) -> None:
     """The pipeline stages register their own subcommands."""
-    import importlib
+    from kernelcast.collect import cli as collect_cli
 
-    for module in ("kernelcast.collect.cli", "kernelcast.training.cli"):  # TODO(lead): strict once both land
-        try:
-            importlib.import_module(module).add_parsers(sub)
-        except ModuleNotFoundError:
-            pass
+    collect_cli.add_parsers(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:

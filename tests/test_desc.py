@@ -130,3 +130,12 @@ def test_fuzz_frame_agrees_with_scalar(d):
         assert "kernel_desc" in str(exc)
         frame_ok = False
     assert frame_ok == scalar_ok
+
+
+def test_dtype_needs_units_on_the_gpu():
+    bad = {**VALID["gemm"], "gpu": "A100", "dtype": "fp8_e4m3"}
+    match = r"kernel_desc\['dtype'\] must be one of fp32, tf32, bf16, fp16 on a100_sxm \(it has no fp8 units\)"
+    with pytest.raises(ValueError, match=match):
+        parse_desc(bad)
+    with pytest.raises(ValueError, match="row 0: " + match):
+        validate_frame(pd.DataFrame([bad]))

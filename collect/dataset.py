@@ -1,0 +1,241 @@
+"""Measured-row parquet files: the schema, atomic append, reading, and the provenance of a row."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
+from kernelcast.features.desc import DESC_TYPES, OPS, op_fields
+
+SCHEMA_VERSION = "1"
+SCHEMA_KEY = b"kernelcast.schema_version"
+NCU_PREFIX = "ncu__"
+_FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
+#: columns after the description, labels, ncu metrics and provenance
+ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of")
+
+_LABEL_TYPES = {"latency_us": pa.float64(), "p10_us": pa.float64(), "p90_us": pa.float64(),
+                "repeats": pa.int64(), "kernel_count": pa.int64(), "sm_clock_hz": pa.float64()}
+_ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64()}
+
+
+def _desc_type(op: str, name: str) -> pa.DataType:
+    if name == "op":
+        return pa.string()
+    annotation = DESC_TYPES[op].__dataclass_fields__[name].type
+    return {"int": pa.int64(), "bool": pa.bool_()}.get(str(annotation), pa.string())
+
+
+def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
+    """The arrow schema of one op family's rows; ``ncu__`` metric columns are float64, sorted."""
+    if op not in OPS:
+        raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
+    fields = [pa.field(n, _desc_type(op, n)) for n in op_fields(op)]
+    fields += [pa.field(n, _LABEL_TYPES.get(n, pa.string())) for n in LABEL_COLUMNS]
+    fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]
+    fields += [pa.field(n, pa.string()) for n in PROVENANCE_COLUMNS]
+    fields += [pa.field(n, _ROW_ID_TYPES[n]) for n in ROW_ID_COLUMNS]
+    return pa.schema(fields)
+
+
+def base_columns(names: Iterable[str]) -> list[str]:
+    """Column names without the optional ``ncu__`` extras (what must match on append)."""
+    return [n for n in names if not n.startswith(NCU_PREFIX)]
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def dataset_filename(source: str, gpu: str, date: str, shard: str) -> str:
+    """``<source>_<gpu>_<yyyymmdd>_<shard>.parquet`` (gpu = canonical name, shard like s003of016)."""
+    return f"{source}_{gpu}_{date}_{shard}.parquet"
+
+
+def parse_dataset_filename(name: str) -> dict[str, str] | None:
+    """Inverse of ``dataset_filename``: source, gpu, date, shard; None for another name."""
+    match = _FILENAME_RE.match(name)
+    return match.groupdict() if match else None
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temp path beside ``path``; on success fsync it and ``os.replace`` it onto ``path``.
+
+    On any failure the temp file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema, where: str = "rows") -> pa.Table:
+    """Rows (dicts) -> table in ``schema``; a key the schema lacks is an error naming it."""
+    names = set(schema.names)
+    for i, row in enumerate(rows):
+        unknown = sorted(set(row) - names)
+        if unknown:
+            raise ValueError(f"{where}: row {i} has column {unknown[0]!r} that the schema lacks; "
+                             f"allowed: description fields, {', '.join(LABEL_COLUMNS)}, {NCU_PREFIX}<metric>, "
+                             f"{', '.join(PROVENANCE_COLUMNS)}, {', '.join(ROW_ID_COLUMNS)}")
+    try:
+        return pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ValueError(f"{where}: a value does not fit the row schema: {exc}") from None
+
+
+def check_row(op: str, row: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` when one row does not fit ``op``'s schema (unknown column, wrong type)."""
+    table_from_rows([row], row_schema(op, [k for k in row if k.startswith(NCU_PREFIX)]))
+
+
+def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
+    """Write parquet to a temp file in the same folder, then ``os.replace`` it onto ``path``."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def file_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The ``kernelcast.*`` key/values of a parquet file's metadata, decoded."""
+    meta = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"kernelcast.")}
+
+
+def _check_existing(table: pa.Table, expected: pa.Schema, path: Path) -> None:
+    version = (table.schema.metadata or {}).get(SCHEMA_KEY, b"?").decode()
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema version {version!r} in the file, this code writes "
+                         f"{SCHEMA_VERSION!r}; write to a new folder or migrate the file")
+    have, want = base_columns(table.column_names), base_columns(expected.names)
+    if have != want:
+        missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+        raise ValueError(f"{path}: the file's columns differ from this run's (missing in file: "
+                         f"{missing or 'none'}; only in file: {extra or 'none'}; order differs: "
+                         f"{not missing and not extra}); refusing to append misaligned rows")
+
+
+def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, Any]],
+                metadata: Mapping[str, str] | None = None) -> int:
+    """Append rows of one op to ``path`` by an atomic rewrite (old + new); returns the row count.
+
+    ``metadata`` keys (``kernelcast.<name>``) are stored in the file with the schema version.
+    """
+    path = Path(path)
+    ncu = {k for r in rows for k in r if k.startswith(NCU_PREFIX)}
+    old = pq.read_table(path) if path.exists() else None
+    if old is not None:
+        _check_existing(old, row_schema(op), path)
+        ncu |= {n for n in old.column_names if n.startswith(NCU_PREFIX)}
+    schema = row_schema(op, ncu)
+    parts = [table_from_rows(rows, schema, str(path))]
+    if old is not None:
+        nulls = {n: pa.nulls(old.num_rows, schema.field(n).type) for n in schema.names if n not in old.column_names}
+        old = old.replace_schema_metadata(None)
+        for name, col in nulls.items():
+            old = old.append_column(name, col)
+        parts.insert(0, old.select(schema.names).cast(schema))
+    meta = {**(file_metadata(path) if old is not None else {}), **(metadata or {}),
+            SCHEMA_KEY.decode(): SCHEMA_VERSION}
+    table = pa.concat_tables(parts).replace_schema_metadata(meta)
+    write_atomic(table, path)
+    return table.num_rows
+
+
+def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
+    """Every ``*.parquet`` under the given files/folders (recursive), sorted, temp files excluded."""
+    out: list[Path] = []
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            out.append(root)
+        elif root.is_dir():
+            out.extend(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
+        else:
+            raise ValueError(f"dataset path {str(root)!r} does not exist")
+    return sorted(set(out))
+
+
+def read_table(files: Sequence[str | os.PathLike], columns: Sequence[str] | None = None) -> pa.Table:
+    """Read parquet files together with ``pyarrow.dataset`` (schemas unified: ncu extras may differ)."""
+    files = [str(f) for f in files]
+    if not files:
+        return pa.table({})
+    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f in files])
+    return pads.dataset(files, schema=schema, format="parquet").to_table(columns=None if columns is None else list(columns))
+
+
+def read_dataset(root: str | os.PathLike, op: str | None = None):
+    """All rows under ``root`` (``datasets/`` or one ``datasets/<op>/``) as a pandas DataFrame."""
+    base = Path(root) / op if op else Path(root)
+    return read_table(parquet_files([base])).to_pandas()
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out else None
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _torch_facts() -> dict[str, str | None]:
+    """GPU name, CUDA (or HIP) and NCCL versions as torch sees them (imports torch)."""
+    out: dict[str, str | None] = {"gpu_name": None, "cuda": None, "nccl": None}
+    try:
+        import torch
+    except ImportError:
+        return out
+    hip = getattr(torch.version, "hip", None)
+    out["cuda"] = torch.version.cuda or (f"hip-{hip}" if hip else None)
+    if torch.cuda.is_available():
+        out["gpu_name"] = torch.cuda.get_device_name(0)
+        try:
+            out["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except (AttributeError, RuntimeError):
+            pass
+    return out
+
+
+def provenance(source: str, method: str) -> dict[str, str | None]:
+    """Where a row comes from: GPU, driver, CUDA/torch/triton/NCCL versions, code revision, host, time.
+
+    torch is imported only on a GPU host (an NVIDIA driver or /dev/kfd) or when already loaded;
+    elsewhere its CUDA facts are None and its version comes from the package metadata.
+    """
+    import kernelcast
+
+    driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    gpu_host = driver is not None or Path("/dev/kfd").exists() or "torch" in sys.modules
+    facts = _torch_facts() if gpu_host else {"gpu_name": None, "cuda": None, "nccl": None}
+    repo = Path(__file__).resolve().parent.parent
+    return {"source": source, **facts, "driver": driver, "torch": _dist_version("torch"),
+            "triton": _dist_version("triton"), "collector_version": kernelcast.__version__,
+            "git_rev": _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
+            "host": socket.gethostname(), "time": utc_now(), "method": method}

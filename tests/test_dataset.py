@@ -1,0 +1,135 @@
+"""Dataset files: schema, atomic append, schema-mismatch refusal, merge dedup and the noise floor."""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from kernelcast.collect import dataset
+from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS, Measurement
+from kernelcast.collect.dataset import append_rows, read_dataset, row_schema
+from kernelcast.collect.merge import merge, noise_floor
+from kernelcast.features.desc import parse_desc
+
+GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 128, "n": 256, "k": 512}
+
+
+def synthetic_row(m=128, latency=10.0, status="ok", repeat_of=None, index=0, time="2026-11-29T10:00:00+00:00",
+                  source="kernelcast", **extra):
+    """A SYNTHETIC dataset row (made-up latency), shaped like the shard runner's rows."""
+    desc = parse_desc({**GEMM, "m": m})
+    labels = Measurement((latency,), ("synthetic_kernel",), "synthetic", "cold").to_row()
+    if status != "ok":
+        labels = {**dict.fromkeys(LABEL_COLUMNS), "status": status, "error": "synthetic failure", "cache": "cold"}
+    prov = {**dict.fromkeys(PROVENANCE_COLUMNS), "source": source, "time": time, "method": "synthetic"}
+    return {**desc.to_row(), **labels, **prov, "desc_key": desc.key(), "plan_index": index,
+            "repeat_of": repeat_of, **extra}
+
+
+def test_schema_columns_and_metadata(tmp_path):
+    path = tmp_path / "gemm" / "kernelcast_h200_sxm_20261129_s000of001.parquet"
+    append_rows(path, "gemm", [synthetic_row(**{"ncu__dram__bytes_read.sum": 5.0})], {"kernelcast.plan_id": "abc"})
+    schema = pq.read_schema(path)
+    assert schema.names[:4] == ["op", "gpu", "dtype", "backend"]
+    assert schema.names[-3:] == ["desc_key", "plan_index", "repeat_of"]
+    assert "ncu__dram__bytes_read.sum" in schema.names
+    assert dataset.file_metadata(path) == {"kernelcast.plan_id": "abc", "kernelcast.schema_version": "1"}
+    assert str(schema.field("m").type) == "int64" and str(schema.field("latency_us").type) == "double"
+
+
+def test_append_keeps_old_rows_and_unions_ncu_columns(tmp_path):
+    path = tmp_path / "gemm" / "f.parquet"
+    append_rows(path, "gemm", [synthetic_row(m=1, index=0)])
+    append_rows(path, "gemm", [synthetic_row(m=2, index=1, **{"ncu__x.sum": 3.0})])
+    frame = read_dataset(tmp_path, "gemm")
+    assert list(frame["m"]) == [1, 2]
+    assert frame["ncu__x.sum"].isna().tolist() == [True, False]
+
+
+def test_crash_before_replace_leaves_previous_file_intact(tmp_path, monkeypatch):
+    path = tmp_path / "gemm" / "f.parquet"
+    append_rows(path, "gemm", [synthetic_row(m=1)])
+    before = path.read_bytes()
+
+    def crash(src, dst):
+        raise OSError("simulated crash between temp write and rename")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        append_rows(path, "gemm", [synthetic_row(m=2)])
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert pq.read_table(path).column("m").to_pylist() == [1]
+    assert [p.name for p in path.parent.iterdir()] == ["f.parquet"]     # temp file removed
+
+
+def test_resumed_run_with_different_columns_fails(tmp_path):
+    path = tmp_path / "gemm" / "f.parquet"
+    table = dataset.table_from_rows([synthetic_row()], row_schema("gemm"))
+    dataset.write_atomic(table.drop_columns(["host"]).replace_schema_metadata({"kernelcast.schema_version": "1"}), path)
+    with pytest.raises(ValueError, match=r"missing in file: \['host'\].*refusing to append"):
+        append_rows(path, "gemm", [synthetic_row()])
+
+
+def test_unknown_column_and_bad_type_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="'bogus' that the schema lacks"):
+        append_rows(tmp_path / "f.parquet", "gemm", [synthetic_row(bogus=1)])
+    with pytest.raises(ValueError, match="does not fit the row schema"):
+        append_rows(tmp_path / "f.parquet", "gemm", [{**synthetic_row(), "latency_us": "fast"}])
+    assert not (tmp_path / "f.parquet").exists()
+
+
+def _shard(tmp_path, name, rows):
+    path = tmp_path / "out" / "gemm" / name
+    append_rows(path, "gemm", rows)
+    return path
+
+
+def test_merge_dedups_keeps_first_and_repeats_and_reports_noise(tmp_path):
+    t1, t2, t3 = "2026-11-29T10:00:00+00:00", "2026-11-29T11:00:00+00:00", "2026-11-29T12:00:00+00:00"
+    _shard(tmp_path, "kernelcast_h200_sxm_20261129_s000of002.parquet", [
+        synthetic_row(m=1, latency=10.0, index=0, time=t2),                      # later duplicate: dropped
+        synthetic_row(m=2, latency=20.0, index=2, time=t2),
+        synthetic_row(m=1, latency=11.0, index=4, repeat_of=0, time=t3),          # +10 %
+        synthetic_row(m=3, status="oom", index=6, time=t2)])
+    _shard(tmp_path, "kernelcast_h200_sxm_20261129_s001of002.parquet", [
+        synthetic_row(m=2, latency=99.0, index=1, time=t3),                       # later duplicate: dropped
+        synthetic_row(m=1, latency=9.0, index=0, time=t1),                        # earlier: the kept original
+        synthetic_row(m=2, latency=21.0, index=5, repeat_of=2, time=t3)])         # +5 %
+    summary = merge([tmp_path / "out"], tmp_path / "datasets")
+    assert summary["added"] == {"gemm": 5} and summary["duplicates_skipped"] == {"gemm": 2}
+    frame = read_dataset(tmp_path / "datasets", "gemm")
+    originals = frame[frame["repeat_of"].isna() & (frame["status"] == "ok")].set_index("m")["latency_us"]
+    assert originals.to_dict() == {1: 9.0, 2: 20.0}
+    assert sorted(os.listdir(tmp_path / "datasets" / "gemm")) == [
+        "kernelcast_h200_sxm_20261129_s000of002.parquet", "kernelcast_h200_sxm_20261129_s001of002.parquet"]
+    noise = summary["noise"]["gemm"]                  # pairs: 11 vs 9 (22.2 %), 21 vs 20 (5 %)
+    assert noise["pairs"] == 2
+    assert noise["median"] == pytest.approx((2 / 9 + 0.05) / 2)
+    again = merge([tmp_path / "out"], tmp_path / "datasets")
+    assert again["added"] == {} and again["duplicates_skipped"] == {"gemm": 7}
+
+
+def test_merge_rejects_invalid_rows(tmp_path):
+    _shard(tmp_path, "a_s000of001.parquet", [synthetic_row(desc_key="not the key")])
+    with pytest.raises(ValueError, match=r"row 0: desc_key must be the description's key"):
+        merge([tmp_path / "out"], tmp_path / "datasets")
+    assert not (tmp_path / "datasets").exists()
+
+
+def test_noise_floor_quantiles_per_op():
+    rows = [synthetic_row(m=i + 1, latency=100.0, index=i) for i in range(10)]
+    rows += [synthetic_row(m=i + 1, latency=100.0 + i, index=10 + i, repeat_of=i) for i in range(10)]
+    out = noise_floor(pd.DataFrame(rows))
+    assert out["gemm"]["pairs"] == 10
+    assert out["gemm"]["median"] == pytest.approx(0.045)
+    assert out["gemm"]["p90"] == pytest.approx(0.081)
+    assert out["gemm"]["p99"] == pytest.approx(0.0891)
+
+
+def test_provenance_fields():
+    prov = dataset.provenance("kernelcast", "synthetic")
+    assert set(prov) == set(PROVENANCE_COLUMNS)
+    assert prov["collector_version"] and prov["host"] and prov["time"].endswith("+00:00")
