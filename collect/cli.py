@@ -9,7 +9,6 @@ from typing import Any, Callable
 
 from kernelcast.collect.worker import DEFAULT_MEASURE, DEFAULT_TIMEOUT_S
 
-NCU_MEASURE = "kernelcast.collect.ncu:measure_batch"
 
 
 def _shard_arg(text: str) -> tuple[int, int]:
@@ -73,7 +72,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from kernelcast.collect.shard import run_shard
 
-    measure = NCU_MEASURE if args.ncu else args.measure
+    measure = args.measure
     previous = signal.signal(signal.SIGTERM, _interrupt)     # a Slurm preemption flushes like Ctrl-C
     try:
         result = run_shard(args.plan, args.shard[0], args.shard[1], args.out, gpus=args.gpus, measure=measure,
@@ -88,7 +87,8 @@ def _run(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from kernelcast.collect.merge import format_noise, merge
 
-    result = merge(args.inputs, args.datasets)
+    tags = json.loads(open(args.tags).read()) if args.tags else None
+    result = merge(args.inputs, args.datasets, tags)
     _emit(args, result, lambda r: f"merged {r['rows_in']} rows: added {r['added'] or 'none'}, duplicates "
                                   f"skipped {r['duplicates_skipped'] or 'none'}\n" + format_noise(r["noise"])
                                   + "".join(f"\n  {f}" for f in r["files"]))
@@ -122,7 +122,6 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     r.add_argument("--gpus", type=_gpus_arg, default=[0], help="GPU indices, one worker each (default 0)")
     r.add_argument("--cache", choices=("cold", "warm"), default="cold", help="L2 state before each call (default cold)")
     r.add_argument("--repeats", type=_positive_int, default=None, help="timed calls per config (default: the measure function's)")
-    r.add_argument("--ncu", action="store_true", help=f"time with Nsight Compute: measure function {NCU_MEASURE}")
     r.add_argument("--measure", default=DEFAULT_MEASURE, help=f"measure function 'module:function' (default {DEFAULT_MEASURE})")
     r.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per config before the worker is restarted")
     r.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
@@ -131,6 +130,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     m = sub.add_parser("merge", help="validate and deduplicate shard files into datasets/<op>/, report noise")
     m.add_argument("--in", dest="inputs", nargs="+", required=True, help="shard output folders or parquet files")
     m.add_argument("--datasets", default="datasets", help="datasets root (default datasets/)")
+    m.add_argument("--tags", help="sweep tag file (gpu_job's tags.json): fills the model column")
     m.set_defaults(func=_merge)
     s = sub.add_parser("status", help="what of a plan is done, failed, missing in an output folder")
     s.add_argument("--plan", required=True)

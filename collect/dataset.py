@@ -24,11 +24,12 @@ SCHEMA_KEY = b"kernelcast.schema_version"
 NCU_PREFIX = "ncu__"
 _FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
 #: columns after the description, labels, ncu metrics and provenance
-ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of")
+#: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
+ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
 
 _LABEL_TYPES = {"latency_us": pa.float64(), "p10_us": pa.float64(), "p90_us": pa.float64(),
                 "repeats": pa.int64(), "kernel_count": pa.int64(), "sm_clock_hz": pa.float64()}
-_ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64()}
+_ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64(), "model": pa.string()}
 
 
 def _desc_type(op: str, name: str) -> pa.DataType:

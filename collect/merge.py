@@ -16,7 +16,7 @@ from kernelcast.collect.dataset import (append_rows, dataset_filename, parquet_f
 from kernelcast.features.desc import from_row
 
 #: a row's identity in a dataset: first measured wins; re-measurements are told apart by time
-DEDUP_COLUMNS = ("desc_key", "cache", "source", "status")
+DEDUP_COLUMNS = ("desc_key", "cache", "source", "status", "timer")
 #: the columns ``noise_floor`` reads
 NOISE_COLUMNS = ("op", "desc_key", "cache", "source", "status", "repeat_of", "time", "latency_us")
 
@@ -45,7 +45,10 @@ def validate_row(row: Mapping[str, Any], path: Path, i: int) -> None:
 
 
 def row_identity(row: Mapping[str, Any]) -> tuple:
-    """(desc_key, cache, source, status) for an original; re-measurements add their time."""
+    """(desc_key, cache, source, status, timer) for an original; re-measurements add their time.
+
+    The timer is part of it: an ncu row of a description sits beside its CUPTI row (same desc_key).
+    """
     return tuple(row.get(c) for c in DEDUP_COLUMNS) + ((row.get("time"),) if row.get("repeat_of") is not None else ())
 
 
@@ -63,12 +66,14 @@ def _target(datasets_root: Path, row: Mapping[str, Any], src: Path) -> Path:
     return datasets_root / row["op"] / dataset_filename(row["source"], row["gpu"], date, parts["shard"] if parts else "merged")
 
 
-def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.PathLike) -> dict[str, Any]:
+def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.PathLike,
+          tags: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Validate shard files, drop rows already in ``datasets_root``, append the rest; report noise.
 
-    Originals are deduplicated on (desc_key, cache, source, status), the first measured kept;
+    Originals are deduplicated on (desc_key, cache, source, status, timer), the first measured kept;
     re-measurement rows (``repeat_of`` set) are kept apart from that, for the noise floor.
     Rows go to ``datasets/<op>/<source>_<gpu>_<yyyymmdd>_<shard>.parquet`` (date of measurement).
+    ``tags`` (desc_key -> sweep tags, as gpu_job's tags.json) fills the ``model`` column where empty.
     """
     files, root = parquet_files(shard_files), Path(datasets_root)
     if not files:
@@ -77,6 +82,8 @@ def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.Path
     for path in files:
         for i, row in enumerate(pq.read_table(path).to_pylist()):
             validate_row(row, path, i)
+            if tags and not row.get("model"):
+                row["model"] = (tags.get(row["desc_key"]) or {}).get("model")
             rows.append((row, path))
     rows.sort(key=lambda rp: str(rp[0]["time"]))
     seen: dict[str, set[tuple]] = {}

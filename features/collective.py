@@ -13,7 +13,8 @@ import numpy as np
 from kernelcast.features.common import gpu_columns
 from kernelcast.features.desc import DTYPE_BYTES
 from kernelcast.features.gpu import get_gpu
-from kernelcast.features.nccl_model import bus_bytes, busbw_factor, intra_graph, nccl_time_us
+from kernelcast.features.nccl_model import (ARCH_INDEX, bus_bytes, busbw_factor, intra_graph, nccl_time_us,
+                                            rccl_proxy)
 
 @functools.cache
 def _link(name: str) -> tuple:
@@ -22,16 +23,18 @@ def _link(name: str) -> tuple:
     ic = spec.interconnect
     arch, kind, bw = spec.architecture, str(ic["kind"]), float(ic["bandwidth_bps"])
     channels, per_channel = intra_graph(arch, kind, bw)
-    return arch, kind, bw, bool(ic["nvswitch"]), int(ic.get("links", 0)), channels * per_channel
+    return (arch, kind, bw, bool(ic["nvswitch"]), int(ic.get("links", 0)), channels * per_channel,
+            ARCH_INDEX[arch], float(kind.startswith(("nvlink", "xgmi"))))
 
 
 def _gpu_link_columns(names: np.ndarray) -> tuple[np.ndarray, ...]:
     uniq, inv = np.unique(np.asarray(names, dtype=str), return_inverse=True)
     rows = [_link(str(u)) for u in uniq]
-    return tuple(np.asarray([r[i] for r in rows], dtype=object if i < 2 else None)[inv] for i in range(6))
+    return tuple(np.asarray([r[i] for r in rows], dtype=object if i < 2 else None)[inv] for i in range(8))
 
 
-def collective_features(cols: Mapping[str, object], gpu: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+def collective_features(cols: Mapping[str, object],
+                        gpu: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Features of collective rows from description columns (``collective, bytes, ranks,
     ranks_per_node, dtype, in_place, gpu``); ``gpu`` is ``features.common.gpu_columns`` of the rows
     (computed from ``cols['gpu']`` when not given). Every value is a float array of equal length."""
@@ -43,7 +46,7 @@ def collective_features(cols: Mapping[str, object], gpu: Mapping[str, np.ndarray
     ranks = np.broadcast_to(np.asarray(cols["ranks"], dtype=np.int64), (n_rows,))
     rpn_col = cols.get("ranks_per_node")
     rpn = np.broadcast_to(np.asarray(ranks if rpn_col is None else rpn_col, dtype=np.int64), (n_rows,))
-    arch, kind, link_bw, nvswitch, links, intra = _gpu_link_columns(names)
+    arch, kind, link_bw, nvswitch, links, intra, arch_index, gpu_link = _gpu_link_columns(names)
     est = nccl_time_us(coll, nbytes, ranks, rpn, arch, kind, link_bw, nvswitch, links)
     nodes = ranks // rpn
     is_ar = coll == "all_reduce"
@@ -59,6 +62,8 @@ def collective_features(cols: Mapping[str, object], gpu: Mapping[str, np.ndarray
         "log2_chunk_bytes": np.log2(nbytes / ranks), "bus_bytes": bus_bytes(coll, nbytes, ranks),
         "busbw_factor": busbw_factor(coll, ranks), "elem_bytes": f(elem), "elements": nbytes / elem,
         "in_place": f(in_place), "nccl_link_gbs": f(intra), "nccl_channels": f(est.channels),
+        "nccl_arch_index": f(arch_index), "gpu_link_is_nvlink": f(gpu_link), "nvswitch": f(nvswitch),
+        "links": f(links), "nccl_model_proxy": f(rccl_proxy(arch)),
         "ring_steps": f(ring_steps), "tree_depth": f((rpn - 1) + np.ceil(np.log2(nodes))),
         "nccl_algo": f(est.algo_code), "nccl_proto": f(est.proto_code),
         "nccl_latency_term_us": f(est.latency_us), "nccl_bandwidth_term_us": est.time_us - est.latency_us,

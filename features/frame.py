@@ -16,14 +16,14 @@ _CHOICE_FIELDS = {"gemm": {"layout": (D.LAYOUTS, "nt"), "out_dtype": (("fp32", "
 
 
 def _row_error(index, row: int, exc: ValueError) -> ValueError:
-    return ValueError(f"row {index[row]!r}: {exc}")
+    label = index[row]
+    return ValueError(f"row {label.item() if hasattr(label, 'item') else label!r}: {exc}")
 
 
 def _column(frame: pd.DataFrame, name: str, default: Any) -> np.ndarray:
     if name in frame:
         col = frame[name].to_numpy(dtype=object, copy=True)
-        if default is not None:
-            col[pd.isna(frame[name]).to_numpy()] = default
+        col[pd.isna(frame[name]).to_numpy()] = default     # an empty cell is an absent field
         return col
     return np.full(len(frame), default, dtype=object)
 

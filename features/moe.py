@@ -5,7 +5,6 @@ import functools
 import json
 
 import numpy as np
-import pandas as pd
 
 from kernelcast.features.common import config_values, lookup, peak_per_row, tile_waves
 
@@ -55,23 +54,36 @@ def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.nda
     return round_shares(int(tokens) * unit_shares(int(experts), int(top_k), distribution)[None, :])[0]
 
 
+def _group_stats(tokens: np.ndarray, experts: int, top_k: int, dist: str, bm: float) -> np.ndarray:
+    """max load, active experts, padded rows and m-tiles for rows sharing everything but tokens."""
+    if dist.startswith("["):
+        counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(tokens), 0)
+    else:
+        counts = round_shares(tokens[:, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
+    tiles = (-(-counts // int(bm))).sum(axis=1)
+    return np.stack([counts.max(axis=1), np.count_nonzero(counts, axis=1), tiles * bm, tiles])
+
+
+@functools.lru_cache(maxsize=65536)
+def _one_stats(tokens: int, experts: int, top_k: int, dist: str, bm: float) -> tuple[float, ...]:
+    return tuple(_group_stats(np.asarray([tokens]), experts, top_k, dist, bm)[:, 0])
+
+
 def _load_stats(cols, block_m: np.ndarray) -> dict[str, np.ndarray]:
     """Per-row load statistics, computed per (experts, top_k, distribution, block_m) group in bulk."""
     tokens = np.asarray(cols["tokens"], dtype=np.int64)
     n = len(tokens)
     out = {name: np.empty(n) for name in ("max_tokens_per_expert", "active_experts", "padded_rows", "m_tiles")}
-    keys = pd.DataFrame({"e": np.asarray(cols["experts"], np.int64), "k": np.asarray(cols["top_k"], np.int64),
-                         "d": np.asarray(cols["distribution"], dtype=object), "b": block_m})
-    for (experts, top_k, dist, bm), idx in keys.groupby(["e", "k", "d", "b"], sort=False).indices.items():
-        if dist.startswith("["):
-            counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(idx), 0)
-        else:
-            counts = round_shares(tokens[idx, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
-        tiles = -(-counts // int(bm))
-        out["max_tokens_per_expert"][idx] = counts.max(axis=1)
-        out["active_experts"][idx] = np.count_nonzero(counts, axis=1)
-        out["padded_rows"][idx] = tiles.sum(axis=1) * bm
-        out["m_tiles"][idx] = tiles.sum(axis=1)
+    groups: dict[tuple, list[int]] = {}
+    keys = zip(np.asarray(cols["experts"]).tolist(), np.asarray(cols["top_k"]).tolist(),
+               np.asarray(cols["distribution"], dtype=object).tolist(), np.asarray(block_m).tolist())
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    for (experts, top_k, dist, bm), idx in groups.items():
+        stats = _group_stats(tokens[idx], experts, top_k, dist, bm) if len(idx) > 1 else \
+            np.asarray(_one_stats(int(tokens[idx[0]]), experts, top_k, dist, bm))[:, None]
+        for name, values in zip(out, stats):
+            out[name][idx] = values
     return out
 
 

@@ -32,7 +32,7 @@ What NCCL learns from its topology search, and what we assume instead (documente
   one NVLink/PCI hop per peer (``P2P_LAT_US``), the bandwidth the intra total (or the NIC for
   off-node bytes). all_to_all moves (n−1)/n of its buffer; send_recv moves its whole buffer.
 * AMD (cdna3/cdna4, RCCL): RCCL replaces the tuner with table-driven ``rcclTuningModel``; we
-  use NCCL's Hopper constants and xGMI headline × 0.75 instead — flagged by ``rccl_proxy``.
+  use NCCL's Hopper constants and xGMI headline × 0.75 instead — flagged by ``rccl_proxy(arch)``.
 """
 from __future__ import annotations
 
@@ -103,6 +103,11 @@ class NcclEstimate(NamedTuple):
     algbw_gbs: np.ndarray     # model bandwidth of the chosen (algo, proto), corrections applied
     bus_bw_gbs: np.ndarray    # the nccl-tests busbw this time implies
     channels: np.ndarray      # channels of NCCL's graph (search result after duplication)
+
+
+def rccl_proxy(arch: Any) -> np.ndarray:
+    """True where the architecture is AMD's: the NCCL constants stand in for RCCL's own tuning tables."""
+    return np.isin(np.asarray(arch, dtype=object).astype(str), AMD_ARCHS)
 
 
 def busbw_factor(collective: Any, ranks: Any) -> np.ndarray:

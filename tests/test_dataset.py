@@ -33,7 +33,7 @@ def test_schema_columns_and_metadata(tmp_path):
     append_rows(path, "gemm", [synthetic_row(**{"ncu__dram__bytes_read.sum": 5.0})], {"kernelcast.plan_id": "abc"})
     schema = pq.read_schema(path)
     assert schema.names[:4] == ["op", "gpu", "dtype", "backend"]
-    assert schema.names[-3:] == ["desc_key", "plan_index", "repeat_of"]
+    assert schema.names[-4:] == ["desc_key", "plan_index", "repeat_of", "model"]
     assert "ncu__dram__bytes_read.sum" in schema.names
     assert dataset.file_metadata(path) == {"kernelcast.plan_id": "abc", "kernelcast.schema_version": "1"}
     assert str(schema.field("m").type) == "int64" and str(schema.field("latency_us").type) == "double"
@@ -133,3 +133,14 @@ def test_provenance_fields():
     prov = dataset.provenance("kernelcast", "synthetic")
     assert set(prov) == set(PROVENANCE_COLUMNS)
     assert prov["collector_version"] and prov["host"] and prov["time"].endswith("+00:00")
+
+
+def test_merge_keeps_ncu_rows_beside_cupti_rows_and_fills_model_tags(tmp_path):
+    shard = tmp_path / "shard" / "gemm" / "kernelcast_h200_sxm_20261129_s000of001.parquet"
+    cupti = synthetic_row(m=64, latency=10.0)
+    ncu = {**synthetic_row(m=64, latency=11.0), "timer": "ncu", "ncu__dram__bytes_read.sum": 5.0}
+    append_rows(shard, "gemm", [cupti, ncu])
+    result = merge([tmp_path / "shard"], tmp_path / "datasets", tags={cupti["desc_key"]: {"model": "llama3_8b"}})
+    assert result["added"] == {"gemm": 2}                     # same description, two timers: two rows
+    frame = read_dataset(tmp_path / "datasets", "gemm")
+    assert sorted(frame["timer"]) == ["ncu", "synthetic"] and set(frame["model"]) == {"llama3_8b"}

@@ -1,0 +1,242 @@
+"""Sweeps as data: expand ``collect/sweeps/<name>.toml`` into validated descriptions with tags, and say why any point is skipped.
+
+A sweep file holds blocks of three kinds (every key may be a scalar or a list of choices):
+
+* ``[[grid]]``: the cartesian product of every list-valued key (``config`` = list of tables;
+  ``"=key"`` copies another key's value, e.g. ``seq_kv = "=seq_q"``; ``config`` is dropped
+  for non-Triton backends).
+* ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
+  (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed.
+* ``[[models]]``: real-model shapes from ``models.toml`` (linear layers, attention, MoE experts)
+  for ``models`` x ``tp`` x ``tokens``; each description is tagged with its model and layer.
+
+Any block may set ``max_gflop`` (points above it are skipped, with the reason) to bound run time.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from kernelcast.features.desc import Desc, parse_desc
+
+SWEEP_DIR = Path(__file__).with_name("sweeps")
+BLOCK_KINDS = ("grid", "random", "models")
+#: keys that steer a block instead of being description fields, per block kind
+CONTROL_KEYS = {"grid": {"max_gflop"}, "random": {"max_gflop", "count"},
+                "models": {"max_gflop", "models", "tp", "tokens", "kind", "seq"}}
+
+
+@dataclass
+class Expansion:
+    """What a sweep expands to: (description, tags) pairs and (point, reason) skips."""
+
+    items: list[tuple[Desc, dict[str, Any]]] = field(default_factory=list)
+    skipped: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+
+class SweepError(ValueError):
+    """A sweep file is malformed: names the file, the key and the value."""
+
+
+def _err(path: Path, key: str, value: Any, allowed: str) -> SweepError:
+    return SweepError(f"sweep {path.name}: {key} must be {allowed}; got {value!r}")
+
+
+def list_sweeps() -> list[str]:
+    return sorted(p.stem for p in SWEEP_DIR.glob("*.toml") if p.stem != "models")
+
+
+def _load(name: str) -> tuple[Path, dict]:
+    path = SWEEP_DIR / f"{name}.toml"
+    if not isinstance(name, str) or name == "models" or not path.is_file():
+        raise ValueError(f"sweep must be one of {', '.join(list_sweeps())}; got {name!r}")
+    try:
+        return path, tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepError(f"sweep {path.name} is not valid TOML: {exc}") from None
+
+
+def _gflop(d: dict) -> float:
+    """Rough GFLOP of a point (for ``max_gflop``), from the fields only (0 when fields are missing)."""
+    try:
+        return _gflop_of(d)
+    except (KeyError, TypeError):
+        return 0.0
+
+
+def _gflop_of(d: dict) -> float:
+    if d.get("op") == "gemm":
+        return 2 * d["m"] * d["n"] * d["k"] * d.get("batch", 1) / 1e9
+    if d.get("op") == "attention":
+        return 4 * d["batch"] * d["heads_q"] * d["seq_q"] * d["seq_kv"] * d["head_dim"] / 1e9
+    if d.get("op") == "moe":
+        up = 3 if d.get("gated", True) else 2
+        return 2 * d["tokens"] * d["top_k"] * d["hidden"] * d["ffn"] * up / 1e9
+    return 0.0
+
+
+def _points_grid(path: Path, block: dict) -> Iterator[dict]:
+    keys = [k for k in block if k not in CONTROL_KEYS["grid"]]
+    choices = [block[k] if isinstance(block[k], list) else [block[k]] for k in keys]
+    for k, c in zip(keys, choices):
+        if not c:
+            raise _err(path, k, block[k], "a value or a non-empty list")
+    for combo in itertools.product(*choices):
+        yield dict(zip(keys, combo))
+
+
+def _draw(path: Path, key: str, spec: Any, rng: random.Random) -> Any:
+    if isinstance(spec, list):
+        if not spec:
+            raise _err(path, key, spec, "a non-empty list of choices")
+        return rng.choice(spec)
+    if isinstance(spec, dict) and "log_uniform" in spec:
+        lo, hi = spec["log_uniform"] if len(spec["log_uniform"]) == 2 else (0, 0)
+        if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+            raise _err(path, f"{key}.log_uniform", spec["log_uniform"], "[lo, hi] integers with 1 <= lo <= hi")
+        step = spec.get("multiple_of", 1)
+        value = int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+        return max(step, -(-value // step) * step)
+    return spec
+
+
+def _points_random(path: Path, block: dict, rng: random.Random) -> Iterator[dict]:
+    count = block.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise _err(path, "random.count", count, "a positive integer")
+    keys = [k for k in block if k not in CONTROL_KEYS["random"]]
+    for _ in range(count):
+        yield {k: _draw(path, k, block[k], rng) for k in keys}
+
+
+def _models_data() -> dict:
+    return tomllib.loads((SWEEP_DIR / "models.toml").read_text())
+
+
+def _split(path: Path, model: str, layer: list, tp: int, info: dict) -> tuple[int, int] | str:
+    name, n, k, how = layer
+    if how == "n":
+        if name == "qkv":
+            kv = max(1, info["heads_kv"] // tp)
+            return (info["heads_q"] // tp + 2 * kv) * info["head_dim"], k
+        return (n // tp, k) if n % tp == 0 else f"{model}.{name}: n={n} not divisible by tp={tp}"
+    if how == "k":
+        return (n, k // tp) if k % tp == 0 else f"{model}.{name}: k={k} not divisible by tp={tp}"
+    if how == "none":
+        return n, k
+    raise _err(path, f"models.{model}.linear", layer, "[name, n, k, 'n'|'k'|'none']")
+
+
+def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, tokens: int) -> Iterator[tuple[dict, dict] | tuple[dict, str]]:
+    base = {k: v for k, v in block.items() if k not in CONTROL_KEYS["models"]}
+    op, tags = base.get("op"), {"model": model, "tp": tp}
+    if op == "gemm":
+        for layer in info.get("linear", []):
+            shape = _split(path, model, layer, tp, info)
+            point = {**base, "m": tokens}
+            yield (point, shape) if isinstance(shape, str) else ({**point, "n": shape[0], "k": shape[1]}, {**tags, "layer": layer[0]})
+    elif op == "attention":
+        if "attention" in info:
+            yield {**base, "model": model}, f"{model}: {info['attention']}"
+            return
+        heads_q, heads_kv = info["heads_q"] // tp, max(1, info["heads_kv"] // tp)
+        kind = block.get("kind", "prefill")
+        for batch, seq in itertools.product(_as_list(block.get("batch", 1)), _as_list(block.get("seq", tokens))):
+            sq = seq if kind == "prefill" else 1
+            point = {**base, "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": info["head_dim"],
+                     "seq_q": sq, "seq_kv": seq, "causal": kind == "prefill"}
+            yield point, {**tags, "layer": f"attention_{kind}"}
+    elif op == "moe":
+        if "moe" not in info:
+            yield {**base, "model": model}, f"{model} has no MoE layers"
+            return
+        moe = info["moe"]
+        if moe["ffn"] % tp:
+            yield {**base, "model": model}, f"{model}: expert ffn={moe['ffn']} not divisible by tp={tp}"
+            return
+        point = {**base, "tokens": tokens, "hidden": info["hidden"], "ffn": moe["ffn"] // tp,
+                 "experts": moe["experts"], "top_k": moe["top_k"]}
+        yield point, {**tags, "layer": "experts"}
+    else:
+        raise _err(path, "models.op", op, "one of gemm, attention, moe")
+
+
+def _as_list(v: Any) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _points_models(path: Path, block: dict) -> Iterator[tuple[dict, dict | str]]:
+    data = _models_data()
+    for model in _as_list(block.get("models", [])):
+        if model not in data:
+            raise _err(path, "models.models", model, "a model of models.toml: " + ", ".join(data))
+    for model, tp, tokens in itertools.product(_as_list(block["models"]), _as_list(block.get("tp", 1)),
+                                               _as_list(block.get("tokens", 1))):
+        for point, extra in _model_points(path, block, model, data[model], tp, tokens):
+            if isinstance(extra, str):
+                yield point, extra
+                continue
+            for sub in _points_grid(path, point):
+                yield sub, extra
+
+
+def _resolve(point: dict) -> dict:
+    """``"=other"`` values copy another key's value; ``config`` is kept for Triton backends only."""
+    out = {k: point.get(v[1:], v) if isinstance(v, str) and v.startswith("=") else v for k, v in point.items()}
+    if out.get("backend") != "triton":
+        out.pop("config", None)
+    return out
+
+
+def _admit(out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None) -> None:
+    point = _resolve(point)
+    if limit is not None and _gflop(point) > limit:
+        out.skipped.append((point, f"{_gflop(point):.0f} GFLOP is over the block's max_gflop={limit}"))
+        return
+    try:
+        desc = parse_desc({**point, "gpu": gpu})
+    except ValueError as exc:
+        out.skipped.append((point, str(exc)))
+        return
+    if desc.key() not in seen:
+        seen.add(desc.key())
+        out.items.append((desc, tags))
+
+
+def expand_report(name: str, gpu: str, seed: int = 0) -> Expansion:
+    """Every (description, tags) of sweep ``name`` for ``gpu``, deduplicated in file order, and the skips."""
+    path, data = _load(name)
+    rng = random.Random(seed)
+    out, seen = Expansion(), set()
+    unknown = sorted(set(data) - set(BLOCK_KINDS) - {"description"})
+    if unknown:
+        raise _err(path, unknown[0], data[unknown[0]], "absent: top-level keys are description, " + ", ".join(BLOCK_KINDS))
+    for kind in BLOCK_KINDS:
+        for i, block in enumerate(data.get(kind, [])):
+            limit = block.get("max_gflop")
+            base_tags = {"sweep": name, "block": f"{kind}[{i}]"}
+            if kind == "models":
+                for point, extra in _points_models(path, block):
+                    if isinstance(extra, str):
+                        out.skipped.append((point, extra))
+                    else:
+                        _admit(out, seen, point, {**base_tags, **extra}, gpu, limit)
+                continue
+            points = _points_grid(path, block) if kind == "grid" else _points_random(path, block, rng)
+            for point in points:
+                _admit(out, seen, point, base_tags, gpu, limit)
+    return out
+
+
+def expand_tagged(name: str, gpu: str, seed: int = 0) -> list[tuple[Desc, dict[str, Any]]]:
+    return expand_report(name, gpu, seed).items
+
+
+def expand(name: str, gpu: str, seed: int = 0) -> list[Desc]:
+    """The validated descriptions of sweep ``name`` for ``gpu`` (seeded; same seed, same list)."""
+    return [d for d, _ in expand_report(name, gpu, seed).items]

@@ -1,0 +1,117 @@
+"""GEMM workload: cuBLAS through torch (matmul, F.linear, bmm, _scaled_mm) and kernelcast's Triton GEMM."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from kernelcast.collect.workloads import register
+from kernelcast.collect.workloads.common import BackendBase, randn
+from kernelcast.features.desc import GemmDesc, default_out_dtype
+
+CUBLAS_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3")
+TRITON_DTYPES = ("bf16", "fp16")
+
+
+def _operands(desc: GemmDesc):
+    """A [b?, m, k] and B as [b?, k, n] (nn) or W [b?, n, k] (nt), seeded, scaled to keep sums O(1)."""
+    lead = (desc.batch,) if desc.batch > 1 else ()
+    b_shape = (desc.k, desc.n) if desc.layout == "nn" else (desc.n, desc.k)
+    a = randn(lead + (desc.m, desc.k), desc.dtype, seed=1)
+    b = randn(lead + b_shape, desc.dtype, seed=2)
+    return a, b
+
+
+def _reference(a, b, layout: str):
+    def ref():
+        b64 = b.double() if layout == "nn" else b.double().transpose(-1, -2)
+        return a.double() @ b64
+    return ref
+
+
+def _small(desc: GemmDesc) -> GemmDesc:
+    """A small GEMM of the same class: ragged m, n, k exercise every mask (k stays a multiple of 16, as
+    in the sweeps, so the Triton check compiles the variant the sweep uses; fp8 needs n % 16 == 0)."""
+    m, n, k = (64, 144, 272) if desc.dtype.startswith("fp8") else (67, 131, 272)
+    return dataclasses.replace(desc, m=m, n=n, k=k, batch=min(desc.batch, 2))
+
+
+class Cublas(BackendBase):
+    """cuBLAS via torch: matmul (nn), F.linear (nt), bmm (batch > 1), _scaled_mm (fp8, nt)."""
+
+    name = "cublas"
+
+    def supports(self, desc: GemmDesc, device=None) -> str | None:
+        if desc.dtype not in CUBLAS_DTYPES:
+            return f"cublas backend measures dtypes {', '.join(CUBLAS_DTYPES)}; got {desc.dtype!r}"
+        if desc.dtype == "fp8_e4m3":
+            if desc.layout != "nt" or desc.batch != 1:
+                return "fp8 GEMM via torch._scaled_mm needs layout 'nt' and batch 1"
+            if desc.k % 16 or desc.n % 16:
+                return f"torch._scaled_mm needs k and n multiples of 16; got k={desc.k}, n={desc.n}"
+        elif desc.out_dtype != default_out_dtype(desc.dtype):
+            return f"cublas {desc.dtype} GEMM writes {default_out_dtype(desc.dtype)}; got out_dtype {desc.out_dtype!r}"
+        return None
+
+    def class_key(self, desc: GemmDesc) -> tuple:
+        return ("gemm", self.name, desc.dtype, desc.layout, desc.batch > 1, desc.out_dtype)
+
+    small = staticmethod(_small)
+
+    def build(self, desc: GemmDesc):
+        import torch
+        import torch.nn.functional as F
+
+        a, b = _operands(desc)
+        if desc.dtype == "fp8_e4m3":
+            one = torch.ones((), device="cuda", dtype=torch.float32)
+            out = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[desc.out_dtype]
+            fn = functools.partial(torch._scaled_mm, a, b.t(), scale_a=one, scale_b=one, out_dtype=out)
+        elif desc.batch > 1:
+            fn = functools.partial(torch.bmm, a, b if desc.layout == "nn" else b.transpose(1, 2))
+        else:
+            fn = functools.partial(torch.matmul, a, b) if desc.layout == "nn" else functools.partial(F.linear, a, b)
+        tf32 = desc.dtype == "tf32"
+
+        def call():
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            return fn()
+
+        return call, _reference(a, b, desc.layout)
+
+
+class TritonGemm(BackendBase):
+    """kernelcast's Triton GEMM with the description's explicit config (split-K adds a reduction kernel)."""
+
+    name = "triton"
+
+    def supports(self, desc: GemmDesc, device=None) -> str | None:
+        if desc.dtype not in TRITON_DTYPES:
+            return f"triton GEMM measures dtypes {', '.join(TRITON_DTYPES)}; got {desc.dtype!r}"
+        if desc.out_dtype != desc.dtype:
+            return f"triton GEMM writes its input dtype {desc.dtype!r}; got out_dtype {desc.out_dtype!r}"
+        return None
+
+    def class_key(self, desc: GemmDesc) -> tuple:
+        return ("gemm", self.name, desc.dtype, desc.layout, desc.batch > 1, desc.config)
+
+    small = staticmethod(_small)
+
+    def build(self, desc: GemmDesc):
+        import torch
+        from kernelcast.collect.kernels import triton_gemm
+
+        a, b = _operands(desc)
+        cfg = dict(desc.config)
+        bt = b if desc.layout == "nn" else b.transpose(-1, -2)
+        lead = (desc.batch,) if desc.batch > 1 else ()
+        full = torch.empty(lead + (desc.m, -(-desc.n // 16) * 16), device="cuda", dtype=a.dtype)
+        out = full[..., :desc.n]                   # row stride padded to 16: one compile for any n
+        ws = None
+        if cfg["split_k"] > 1:
+            ws = torch.empty((cfg["split_k"],) + full.shape, device="cuda", dtype=torch.float32)
+        call = functools.partial(triton_gemm.matmul, a, bt, out, cfg, ws)
+        return call, _reference(a, b, desc.layout)
+
+
+register("gemm", Cublas())
+register("gemm", TritonGemm())

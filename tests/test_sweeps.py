@@ -1,0 +1,119 @@
+"""Sweep files expand into valid, tagged, deterministic descriptions with reasons for every skip."""
+import collections
+
+import pytest
+
+from kernelcast.collect import sweeps
+from kernelcast.features.desc import parse_desc
+
+
+def _write(tmp_path, monkeypatch, text):
+    (tmp_path / "t.toml").write_text(text)
+    (tmp_path / "models.toml").write_text((sweeps.SWEEP_DIR / "models.toml").read_text())
+    monkeypatch.setattr(sweeps, "SWEEP_DIR", tmp_path)
+
+
+def test_every_shipped_sweep_expands_and_is_seeded():
+    for name in sweeps.list_sweeps():
+        first = sweeps.expand(name, "H200", seed=3)
+        assert first, name
+        assert [d.key() for d in first] == [d.key() for d in sweeps.expand(name, "H200", seed=3)]
+        assert len({d.key() for d in first}) == len(first)
+
+
+def test_data_targets_are_met():
+    counts = collections.Counter()
+    for name in ("gemm_cublas", "gemm_triton", "attention", "moe"):
+        for d in sweeps.expand(name, "H200"):
+            counts[(d.op, d.backend)] += 1
+    assert counts[("gemm", "cublas")] >= 15000
+    assert counts[("gemm", "triton")] >= 5000
+    assert sum(v for (op, _), v in counts.items() if op == "attention") >= 4000
+    assert sum(v for (op, _), v in counts.items() if op == "moe") >= 3000
+    triton = sweeps.expand("gemm_triton", "H200")
+    assert len({d.config for d in triton}) >= 40
+    assert len({(d.m, d.n, d.k) for d in triton}) >= 150
+
+
+def test_model_shapes_are_tagged_and_split_by_tp():
+    items = sweeps.expand_tagged("gemm_cublas", "H200")
+    tagged = [(d, t) for d, t in items if t.get("model") == "llama3_8b" and t["layer"] == "down" and d.m == 128 and d.dtype == "bf16"]
+    assert sorted((t["tp"], d.n, d.k) for d, t in tagged) == [(1, 4096, 14336), (2, 4096, 7168), (4, 4096, 3584), (8, 4096, 1792)]
+    qkv = [d for d, t in items if t.get("model") == "qwen3_235b_a22b" and t["layer"] == "qkv" and t["tp"] == 8 and d.m == 1 and d.dtype == "bf16"]
+    assert [d.n for d in qkv] == [(8 + 2 * 1) * 128]        # 4 kv heads over 8 ranks: one replicated kv head
+    moe = {(d.experts, d.top_k, d.hidden, d.ffn) for d, t in sweeps.expand_tagged("moe", "H200") if t.get("model") == "deepseek_v3" and t["tp"] == 2}
+    assert moe == {(256, 8, 7168, 1024)}
+
+
+def test_tile_boundaries_are_sampled():
+    ms = {d.m for d in sweeps.expand("gemm_cublas", "H200")}
+    assert {127, 128, 129, 255, 256, 257} <= ms
+
+
+def test_skips_carry_reasons(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, """
+[[grid]]
+op = "attention"
+backend = "flash"
+dtype = "bf16"
+batch = 1
+heads_q = [32, 6]
+heads_kv = 4
+seq_q = 128
+seq_kv = "=seq_q"
+head_dim = 128
+causal = true
+[[models]]
+op = "attention"
+backend = "flash"
+dtype = "bf16"
+models = ["deepseek_v3"]
+seq = 1024
+""")
+    report = sweeps.expand_report("t", "H200")
+    assert len(report.items) == 1 and report.items[0][0].seq_kv == 128
+    reasons = [why for _, why in report.skipped]
+    assert any("heads_q" in r and "multiple of heads_kv" in r for r in reasons)
+    assert any("MLA" in r for r in reasons)
+
+
+def test_random_block_is_log_uniform_and_rounded(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, """
+[[random]]
+op = "gemm"
+backend = "cublas"
+dtype = "bf16"
+count = 400
+m = { log_uniform = [1, 65536] }
+n = { log_uniform = [16, 4096], multiple_of = 16 }
+k = 64
+""")
+    descs = sweeps.expand("t", "H200", seed=1)
+    assert all(d.n % 16 == 0 for d in descs)
+    small = sum(d.m < 256 for d in descs) / len(descs)
+    assert 0.35 < small < 0.65                          # log-uniform: half the draws below sqrt(65536)
+    assert [d.key() for d in descs] != [d.key() for d in sweeps.expand("t", "H200", seed=2)]
+
+
+@pytest.mark.parametrize("text, match", [
+    ("[[random]]\nop = 'gemm'\ncount = 0\n", "random.count must be a positive integer; got 0"),
+    ("[[random]]\nop = 'gemm'\ncount = 2\nm = { log_uniform = [0, 4] }\n", "m.log_uniform must be"),
+    ("[[models]]\nop = 'gemm'\nmodels = ['gpt5']\n", "models.models must be a model of models.toml"),
+    ("[[grids]]\nop = 'gemm'\n", "grids must be absent"),
+])
+def test_bad_sweep_names_file_key_value(tmp_path, monkeypatch, text, match):
+    _write(tmp_path, monkeypatch, text)
+    with pytest.raises(ValueError, match=match) as info:
+        sweeps.expand("t", "H200")
+    assert "t.toml" in str(info.value)
+
+
+def test_unknown_sweep_lists_the_known():
+    with pytest.raises(ValueError, match="sweep must be one of .*smoke"):
+        sweeps.expand("nope", "H200")
+
+
+def test_triton_configs_only_on_triton_rows():
+    for d in sweeps.expand("attention", "H200"):
+        assert (d.config is not None) == (d.backend == "triton")
+        parse_desc(d.to_dict())

@@ -1,0 +1,121 @@
+"""Collector contracts on CPU: every workload/backend registered, supports() reasons, routing, the trace splitter."""
+import numpy as np
+import pytest
+
+from kernelcast.collect import timers
+from kernelcast.collect.measure import measure_many
+from kernelcast.collect.timers import KernelEvent, split_segments, timing_from_segments
+from kernelcast.collect.workloads import WORKLOADS, get_backend, register
+from kernelcast.collect.workloads.gemm import Cublas
+from kernelcast.collect.workloads.moe import routing
+from kernelcast.features.desc import OP_BACKENDS, OUTSIDE_BACKENDS, parse_desc
+from kernelcast.features.moe import expert_counts
+
+GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 128, "n": 256, "k": 512}
+ATTN = {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": 1, "heads_q": 8,
+        "heads_kv": 2, "seq_q": 64, "seq_kv": 256, "head_dim": 128, "causal": True}
+MOE = {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "torch", "tokens": 16, "hidden": 64, "ffn": 64,
+       "experts": 8, "top_k": 2}
+
+
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
+def test_every_own_backend_is_registered(op):
+    own = set(OP_BACKENDS[op]) - set(OUTSIDE_BACKENDS)
+    assert set(WORKLOADS[op]) == own
+    for backend in WORKLOADS[op].values():
+        for method in ("supports", "prepare", "build", "check", "class_key", "small"):
+            assert callable(getattr(backend, method))
+
+
+def test_registering_twice_raises():
+    with pytest.raises(ValueError, match="registered twice"):
+        register("gemm", Cublas())
+    with pytest.raises(ValueError, match="not a backend of op 'moe'"):
+        register("moe", Cublas())
+
+
+def test_get_backend_lists_what_exists():
+    with pytest.raises(ValueError, match="kernel_desc\\['backend'\\] must be a measurable backend of op 'gemm': cublas, triton"):
+        get_backend("gemm", "trtllm")
+
+
+@pytest.mark.parametrize("desc, reason", [
+    ({**GEMM, "dtype": "fp8_e4m3", "layout": "nn"}, "layout 'nt' and batch 1"),
+    ({**GEMM, "dtype": "fp8_e4m3", "n": 250}, "multiples of 16"),
+    ({**GEMM, "dtype": "fp8_block"}, "cublas backend measures dtypes"),
+    ({**GEMM, "dtype": "bf16", "out_dtype": "fp32"}, "writes bf16"),
+    ({**GEMM, "backend": "triton", "dtype": "fp32", "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8,
+      "num_warps": 4, "num_stages": 3, "split_k": 1}}, "triton GEMM measures dtypes bf16, fp16"),
+    ({**ATTN, "backend": "cudnn"}, "bottom-right causal"),
+    ({**ATTN, "head_dim": 512}, "head_dim <= 256"),
+    ({**ATTN, "backend": "triton", "head_dim": 96, "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2}},
+     "power of two"),
+    ({**MOE, "dtype": "fp8_e4m3"}, "moe torch measures dtypes bf16, fp16"),
+])
+def test_supports_gives_reasons(desc, reason):
+    d = parse_desc(desc)
+    assert reason in get_backend(d.op, d.backend).supports(d, None)
+
+
+@pytest.mark.parametrize("desc", [GEMM, {**ATTN, "seq_q": 256}, {**ATTN, "heads_kv": 8, "causal": False}, MOE])
+def test_runnable_descs_are_supported(desc):
+    d = parse_desc(desc)
+    assert get_backend(d.op, d.backend).supports(d, None) is None
+
+
+def test_unsupported_rows_need_no_gpu():
+    rows = measure_many([{**GEMM, "dtype": "fp8_e4m3", "layout": "nn"}], cache="warm")
+    assert rows[0]["status"] == "unsupported" and "layout 'nt'" in rows[0]["error"]
+    assert rows[0]["latency_us"] is None and rows[0]["cache"] == "warm" and rows[0]["timer"] == "cupti"
+
+
+def test_bad_timing_args_are_value_errors():
+    with pytest.raises(ValueError, match="cache must be one of cold, warm; got 'hot'"):
+        measure_many([GEMM], cache="hot")
+    with pytest.raises(ValueError, match="repeats must be an integer"):
+        measure_many([GEMM], repeats=0)
+
+
+@pytest.mark.parametrize("tokens, experts, top_k, dist", [
+    (64, 8, 2, "balanced"), (100, 256, 8, "power_law_1.2"), (3, 16, 4, "power_law_2.0"), (1, 128, 8, "balanced"),
+    (10, 4, 2, (10, 10, 0, 0)),
+])
+def test_routing_realises_expert_counts_with_distinct_experts(tokens, experts, top_k, dist):
+    ids, weights = routing(tokens, experts, top_k, dist)
+    assert ids.shape == (tokens, top_k) and weights.shape == (tokens, top_k)
+    np.testing.assert_array_equal(np.bincount(ids.ravel(), minlength=experts), expert_counts(tokens, experts, top_k, dist))
+    assert all(len(set(row)) == top_k for row in ids)
+    np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-6)
+    assert (weights > 0).all()
+    again, _ = routing(tokens, experts, top_k, dist)
+    np.testing.assert_array_equal(ids, again)
+
+
+def _ev(name, t, d=10):
+    return KernelEvent(name, t, d)
+
+
+def test_split_segments_drops_setup_and_separators():
+    # synthetic trace (unit test only): config 0 = 2 calls, config 1 = 1 call; set-up kernels between configs
+    events = [_ev("kc_flush_l2", 0), _ev("gemm_a", 10, 100), _ev("splitKreduce", 120, 5),
+              _ev("kc_flush_l2", 200), _ev("gemm_a", 210, 90), _ev("splitKreduce", 305, 5), _ev("kc_end", 400),
+              _ev("randn_setup", 410), _ev("kc_flush_l2", 500), _ev("flash_fwd", 510, 40), _ev("kc_end", 600)]
+    configs = split_segments(reversed(events))              # order comes from start times, not input order
+    assert [[[e.name for e in call] for call in c] for c in configs] == [
+        [["gemm_a", "splitKreduce"], ["gemm_a", "splitKreduce"]], [["flash_fwd"]]]
+    t = timing_from_segments(configs[0], issued=2, repeats=1, clock=1.9e9, error=None)
+    assert t.samples_us == (0.095,) and t.kernels == ("gemm_a", "splitKreduce") and t.error is None
+
+
+def test_timing_flags_lost_or_empty_calls():
+    calls = [[_ev("k", 0)], []]
+    assert "2 calls" in str(timing_from_segments(calls, 3, 1, None, None).error)
+    assert "launched no kernel" in str(timing_from_segments(calls, 2, 1, None, None).error)
+    boom = RuntimeError("x")
+    assert timing_from_segments(calls, 2, 1, None, boom).error is boom
+
+
+def test_warm_separator_is_recognised():
+    configs = split_segments([_ev("kc_mark", 0), _ev("k", 5), _ev("kc_end", 50)])
+    assert [[e.name for e in c] for c in configs[0]] == [["k"]]
+    assert timers.FLUSH_BYTES >= 4 * 60_000_000
