@@ -166,6 +166,46 @@ def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, toke
         raise _err(path, "models.op", op, "one of gemm, attention, moe")
 
 
+#: the fused-MoE Triton config ``model_layer`` describes (vLLM's default shape class for bf16)
+LAYER_MOE_CONFIG = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}
+
+
+def model_names() -> list[str]:
+    return list(_models_data())
+
+
+def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1,
+                dtype: str = "bf16") -> list[tuple[str, dict]]:
+    """Every kernel of one decoder layer of a ``models.toml`` model, as (layer name, description).
+
+    ``tokens`` new tokens of one sequence attend causally to ``context + tokens`` keys; tensor
+    parallelism ``tp`` splits layers as the sweeps do (column/row-parallel). Layers the sizes
+    cannot express (MLA attention, a width tp does not divide) raise ``ValueError`` with the reason.
+    """
+    data = _models_data()
+    if model not in data:
+        raise ValueError(f"model must be one of {', '.join(data)}; got {model!r}")
+    info, path = data[model], SWEEP_DIR / "models.toml"
+    common = {"gpu": gpu, "dtype": dtype}
+    out = []
+    for layer in info.get("linear", []):
+        shape = _split(path, model, layer, tp, info)
+        if isinstance(shape, str):
+            raise ValueError(f"tp={tp} does not fit {shape}")
+        out.append((layer[0], {"op": "gemm", "backend": "cublas", "layout": "nt", "m": tokens, "n": shape[0],
+                               "k": shape[1], **common}))
+    if "heads_q" in info:
+        out.insert(1, ("attention", {"op": "attention", "backend": "flash", "batch": 1, "heads_q": info["heads_q"] // tp,
+                                     "heads_kv": max(1, info["heads_kv"] // tp), "head_dim": info["head_dim"],
+                                     "seq_q": tokens, "seq_kv": context + tokens, "causal": True, **common}))
+    if "moe" in info:
+        moe = info["moe"]
+        out.append(("experts", {"op": "moe", "backend": "triton", "tokens": tokens, "hidden": info["hidden"],
+                                "ffn": moe["ffn"] // tp, "experts": moe["experts"], "top_k": moe["top_k"],
+                                "config": LAYER_MOE_CONFIG, **common}))
+    return out
+
+
 def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 

@@ -15,11 +15,19 @@ TILE_CANDIDATES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0
 _CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]      # (3, candidates, 1)
 
 
-def heuristic_tiles(m: np.ndarray, n: np.ndarray, batch: np.ndarray, sm_count: np.ndarray):
+#: split-K keeps at least this much of K per split (libraries split skinny GEMMs to fill the SMs)
+MIN_K_PER_SPLIT = 512
+
+
+def heuristic_tiles(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, sm_count: np.ndarray):
+    """(block_m, block_n, split_k) a cuBLAS-like library would pick; split-K only when tiles < SMs."""
     cm, cn, rate = _CAND
     tiles = np.ceil(m / cm) * np.ceil(n / cn) * batch
     best = np.argmin(np.ceil(tiles / sm_count) * (cm * cn / rate), axis=0)
-    return cm[best, 0], cn[best, 0]
+    bm, bn = cm[best, 0], cn[best, 0]
+    base = np.ceil(m / bm) * np.ceil(n / bn) * batch
+    split = np.clip(np.minimum(np.floor(sm_count / base), np.floor(k / MIN_K_PER_SPLIT)), 1, None)
+    return bm, bn, split
 
 
 def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
@@ -33,9 +41,9 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     peak = peak_per_row(gpu, cols["dtype"])
     compute_floor = flops / peak * 1e6
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
-    hbm, hbn = heuristic_tiles(m, n, batch, gpu["sm_count"])
+    hbm, hbn, hsplit = heuristic_tiles(m, n, k, batch, gpu["sm_count"])
     cfg = cols.get("config", np.full(len(m), None, dtype=object))
-    bm, bn, bk, split_k = config_values(cfg, ("block_m", "block_n", "block_k", "split_k"), (hbm, hbn, 64, 1))
+    bm, bn, bk, split_k = config_values(cfg, ("block_m", "block_n", "block_k", "split_k"), (hbm, hbn, 64, hsplit))
     tiles = np.ceil(m / bm) * np.ceil(n / bn) * batch * split_k
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     l2 = gpu["l2_bytes"]

@@ -97,12 +97,12 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 def cmd_layer(args: argparse.Namespace) -> int:
     from kernelcast import predict_many
-    from kernelcast.layers import layer_descs
+    from kernelcast.collect.sweeps import model_layer
 
     rows = []
     for gpu in args.gpus.split(","):
         for tokens in (int(t) for t in args.tokens.split(",")):
-            kernels = layer_descs(args.model, tokens, gpu, args.context, args.tp, args.dtype)
+            kernels = model_layer(args.model, tokens, gpu, args.context, args.tp, args.dtype)
             preds = predict_many([d for _, d in kernels])
             for (name, desc), pred in zip(kernels, preds.to_dict("records")):
                 rows.append({"gpu": gpu, "tokens": tokens, "kernel": name, **pred})
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpus)
     p = sub.add_parser("layer", help="predict every kernel of one decoder layer of a real model")
-    p.add_argument("--model", default="llama3-8b")
+    p.add_argument("--model", default="llama3_8b", help="a model of collect/sweeps/models.toml")
     p.add_argument("--tokens", default="1,128,2048,8192", help="comma-separated new-token counts")
     p.add_argument("--context", type=int, default=4096, help="tokens already in the KV cache")
     p.add_argument("--gpus", default="H200,B200,MI300X")

@@ -46,8 +46,9 @@ def test_gemm_by_hand_on_h200():
     assert f["memory_floor_us"] == pytest.approx(33_570_816 / 4.8e12 * 1e6)
     assert f["compute_floor_us"] == pytest.approx(2 * 4096 * 4096 / 989.4e12 * 1e6)
     assert f["floor_us"] == f["memory_floor_us"]
-    assert (f["block_m"], f["block_n"], f["tiles"], f["waves"]) == (64, 64, 64, 1)   # 1×64 n-tiles, one wave
-    assert f["wave_efficiency"] == pytest.approx(64 / 132)
+    # 1×64 tiles of 64×64 fill half the SMs: split K in 2 (132 // 64), each split keeping ≥512 of K
+    assert (f["block_m"], f["block_n"], f["split_k"], f["tiles"], f["waves"]) == (64, 64, 2, 128, 1)
+    assert f["wave_efficiency"] == pytest.approx(128 / 132) and f["k_iterations"] == 32
     assert f["weights_fit_l2"] == 1.0 and f["gpu_sm_count"] == 132
     assert (f["backend"], f["source"]) == ("cublas", "kernelcast")
 
