@@ -1,6 +1,7 @@
 """Collector throughput: configs measured per GPU-minute per timer, from a gpu_job output folder or a live run.
 
     python3 benchmarks/bench_collect.py OUT            # read OUT/timing.jsonl (written by gpu_job)
+    python3 benchmarks/bench_collect.py benchmarks/results/collect_h200x2_20261129_cupti.jsonl   # a saved log
     python3 benchmarks/bench_collect.py --live gemm_cublas --count 500 --out OUT   # time measure_many now
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ def live(sweep: str, count: int, out: Path, chunk: int) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("out", nargs="?", help="a gpu_job output folder")
+    p.add_argument("out", nargs="?", help="a gpu_job output folder, or a timing.jsonl it wrote")
     p.add_argument("--live", help="a sweep to time now (needs a GPU)")
     p.add_argument("--count", type=int, default=500)
     p.add_argument("--chunk", type=int, default=100)

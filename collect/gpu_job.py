@@ -213,9 +213,9 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
 
 
 def rates(out: str | os.PathLike) -> list[dict[str, Any]]:
-    """Configs measured per GPU-minute per timer, from ``timing.jsonl`` (wall seconds of each process's batches)."""
+    """Configs measured per GPU-minute per timer, from a ``timing.jsonl`` (or the folder holding one)."""
     totals: dict[str, list[float]] = {}
-    path = Path(out) / "timing.jsonl"
+    path = Path(out) if Path(out).is_file() else Path(out) / "timing.jsonl"
     for line in path.read_text().splitlines() if path.exists() else []:
         rec = json.loads(line)
         if rec.get("timer") in ("cupti", "ncu"):

@@ -1,0 +1,55 @@
+"""The kernelcast command: predict, gpus, layer — human and --json forms, and clear errors."""
+import io
+import json
+
+import pytest
+
+from kernelcast.cli import main
+
+
+def run(capsys, *argv, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_predict_from_fields_and_from_stdin(capsys, monkeypatch):
+    code, out, _ = run(capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=8192", "n=8192",
+                       "k=8192", "--json")
+    first = json.loads(out)
+    assert code == 0 and first["desc"]["gpu"] == "h200_sxm" and first["prediction"]["bound"] == "compute"
+    desc = json.dumps({"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 8192, "n": 8192, "k": 1})
+    code, out, _ = run(capsys, "predict", "--file", "-", "k=8192", "--json", stdin=desc, monkeypatch=monkeypatch)
+    assert json.loads(out)["prediction"] == first["prediction"]          # fields override the file
+    code, out, _ = run(capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=1", "n=4096", "k=4096")
+    assert out.splitlines()[0].split() == ["floor_us", "latency_us", "low_us", "high_us", "bound", "model"]
+    assert "memory" in out.splitlines()[1]
+
+
+def test_predict_bad_input_exits_2_naming_the_field(capsys):
+    code, _, err = run(capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=0", "n=1", "k=1")
+    assert code == 2 and "kernel_desc['m'] must be an integer in [1, 16777216]; got 0" in err
+    code, _, err = run(capsys, "predict", "m")
+    assert code == 2 and "key=value" in err
+
+
+def test_gpus_list_and_show(capsys):
+    code, out, _ = run(capsys, "gpus", "--json")
+    names = {g["name"] for g in json.loads(out)}
+    assert code == 0 and {"h200_sxm", "b200_sxm", "mi300x"} <= names
+    code, out, _ = run(capsys, "gpus", "NVIDIA H200", "--json")
+    assert json.loads(out)["sm_count"] == 132
+
+
+def test_layer_totals_are_the_sum_of_the_kernels(capsys):
+    code, out, _ = run(capsys, "layer", "--model", "qwen3_235b_a22b", "--tokens", "16", "--gpus", "H100", "--tp", "4",
+                       "--json")
+    rows = json.loads(out)
+    kernels = [r for r in rows if r["kernel"] != "= layer"]
+    total = next(r for r in rows if r["kernel"] == "= layer")
+    assert [r["kernel"] for r in kernels] == ["qkv", "attention", "o", "experts"]
+    assert total["latency_us"] == pytest.approx(sum(r["latency_us"] for r in kernels))
+    code, _, err = run(capsys, "layer", "--model", "llama3_8b", "--tp", "3")
+    assert code == 2 and "tp=3 does not fit" in err
