@@ -393,6 +393,8 @@ def parse_desc(d: Any) -> Desc:
     """Validate a mapping into a frozen description, or raise ``ValueError`` naming the field."""
     if isinstance(d, _Desc):
         return d
+    if isinstance(d, Mapping):                    # NaN is an empty cell (a frame's record): absent
+        d = {k: v for k, v in d.items() if not (isinstance(v, float) and math.isnan(v))}
     op, gpu, dtype, backend = _check_common(d)
     return _BUILDERS[op](d, gpu, dtype, backend)
 

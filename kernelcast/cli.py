@@ -56,7 +56,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from kernelcast.features.desc import parse_desc
 
     desc = parse_desc(_read_desc(args))
-    pred = predict_latency(desc)
+    pred = predict_latency(desc, args.predictor)
     if args.json:
         print(json.dumps({"desc": desc.to_dict(), "prediction": pred.to_dict()}, indent=2))
     else:
@@ -103,7 +103,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
     for gpu in args.gpus.split(","):
         for tokens in (int(t) for t in args.tokens.split(",")):
             kernels = model_layer(args.model, tokens, gpu, args.context, args.tp, args.dtype)
-            preds = predict_many([d for _, d in kernels])
+            preds = predict_many([d for _, d in kernels], args.predictor)
             for (name, desc), pred in zip(kernels, preds.to_dict("records")):
                 rows.append({"gpu": gpu, "tokens": tokens, "kernel": name, **pred})
             total = {k: float(preds[k].sum()) for k in ("floor_us", "latency_us", "low_us", "high_us")}
@@ -119,8 +119,12 @@ def cmd_layer(args: argparse.Namespace) -> int:
 def _stage_parsers(sub) -> None:
     """The pipeline stages register their own subcommands."""
     from kernelcast.collect import cli as collect_cli
+    from kernelcast.collect import importers
+    from kernelcast.training import cli as training_cli
 
     collect_cli.add_parsers(sub)
+    importers.add_parsers(sub)
+    training_cli.add_parsers(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict one kernel's device time")
     p.add_argument("fields", nargs="*", help="description fields as key=value (op=gemm gpu=H200 m=4096 ...)")
     p.add_argument("--file", help="a JSON description file, or - for stdin (key=value fields override it)")
+    p.add_argument("--predictor", default="auto", choices=("auto", "analytical"),
+                   help="auto: learned where a model covers the kernel, else analytical")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("gpus", help="list the GPU spec database, or show one GPU")
@@ -142,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", default="H200,B200,MI300X")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--dtype", default="bf16")
+    p.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_layer)
     _stage_parsers(sub)

@@ -10,9 +10,10 @@ import pandas as pd
 
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.frame import validate_frame
-from kernelcast.features.vector import build_features, feature_columns
+from kernelcast.features.vector import feature_columns
 from kernelcast.predictors import analytical
 
+MODEL_CHOICES = ("auto", "analytical")
 RESULT_COLUMNS = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution")
 
 
@@ -43,19 +44,24 @@ def _learned(op: str):
     return learned.load_model(op)
 
 
-def _predict_op(cols: Mapping[str, np.ndarray], op: str) -> dict[str, np.ndarray]:
+def _check_model(model: str) -> None:
+    if model not in MODEL_CHOICES:
+        raise ValueError(f"model must be one of {', '.join(MODEL_CHOICES)}; got {model!r}")
+
+
+def _predict_op(cols: Mapping[str, np.ndarray], op: str, model_choice: str = "auto") -> dict[str, np.ndarray]:
     feats = feature_columns(cols, op)
     out = analytical.predict_columns(cols, op, feats)
     n = len(out["latency_us"])
     out["model"] = np.full(n, "analytical", dtype=object)
     out["in_distribution"] = np.zeros(n, dtype=bool)
-    model = _learned(op)
+    model = _learned(op) if model_choice == "auto" else None
     if model is not None:
         covered = model.covers(cols)
         if covered.any():
             idx = np.flatnonzero(covered)
-            sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
-            p50, low, high = model.predict(build_features(sub, op))
+            # description columns give the categorical inputs, the features the numeric ones
+            p50, low, high = model.predict({k: np.asarray(v)[idx] for k, v in {**cols, **feats}.items()})
             for key, value in (("latency_us", p50), ("low_us", low), ("high_us", high)):
                 out[key] = np.asarray(out[key], dtype=np.float64).copy()
                 out[key][idx] = value
@@ -64,25 +70,31 @@ def _predict_op(cols: Mapping[str, np.ndarray], op: str) -> dict[str, np.ndarray
     return out
 
 
-def predict_latency(desc: Mapping[str, Any]) -> Prediction:
-    """Predict one kernel's device time (µs) from its description (a mapping or a parsed desc)."""
+def predict_latency(desc: Mapping[str, Any], model: str = "auto") -> Prediction:
+    """Predict one kernel's device time (µs) from its description (a mapping or a parsed desc).
+
+    ``model="auto"`` answers with a learned model where one covers the op/backend/GPU/sizes and
+    analytically otherwise; ``"analytical"`` always gives the roofline + waves (or NCCL) answer.
+    """
+    _check_model(model)
     d = parse_desc(desc)
     cols = {k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None)
             for k, v in d.to_row().items()}
-    out = _predict_op(cols, d.op)
+    out = _predict_op(cols, d.op, model)
     model = str(out["model"][0])
     return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
                       float(out["floor_us"][0]), str(out["bound"][0]), model, bool(out["in_distribution"][0]),
                       analytical.assumptions(d.op) if model == "analytical" else model)
 
 
-def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], model: str = "auto") -> pd.DataFrame:
     """Predict many descriptions at once (any mix of ops); one result row per input row, same index."""
+    _check_model(model)
     frame = descs if isinstance(descs, pd.DataFrame) else pd.DataFrame(list(descs))
     result = pd.DataFrame(index=frame.index, columns=list(RESULT_COLUMNS))
     parts = []
     for op, (pos, cols) in validate_frame(frame).items():
-        out = _predict_op(cols, op)
+        out = _predict_op(cols, op, model)
         parts.append(pd.DataFrame({c: out[c] for c in RESULT_COLUMNS}, index=frame.index[pos]))
     if parts:
         result = pd.concat(parts).reindex(frame.index)

@@ -3,10 +3,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelcast import predict_latency, predict_many
+from kernelcast import predict_latency as _predict_latency
+from kernelcast import predict_many
 from kernelcast.predictors import analytical as A
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
+
+
+def predict_latency(desc):
+    """The analytical answer (hand-computable); learned dispatch is tested in test_learned.py."""
+    return _predict_latency(desc, model="analytical")
 
 
 def test_gemm_8192_cubed_is_compute_bound_at_the_bf16_peak():
@@ -63,7 +69,7 @@ def test_predict_many_equals_predict_latency_for_mixed_ops():
     many = predict_many(frame)
     assert list(many.index) == [10, 11, 12, 13, 14]
     for row, (_, got) in zip(rows, many.iterrows()):
-        one = predict_latency(row)
+        one = _predict_latency(row)                                  # auto: learned where covered
         assert got["latency_us"] == pytest.approx(one.latency_us)
         assert (got["bound"], got["model"]) == (one.bound, one.model)
 
@@ -78,3 +84,10 @@ def test_every_gpu_gets_an_answer():
     from kernelcast.features.gpu import list_gpus
     out = predict_many([{**GEMM, "gpu": g.name, "m": 512, "n": 512, "k": 512} for g in list_gpus()])
     assert np.isfinite(out["latency_us"].astype(float)).all() and (out["latency_us"] > 0).all()
+
+
+def test_model_choice_is_checked_and_analytical_is_forced():
+    with pytest.raises(ValueError, match="model must be one of auto, analytical; got 'magic'"):
+        _predict_latency({**GEMM, "m": 8, "n": 8, "k": 8}, model="magic")
+    forced = predict_many([{**GEMM, "m": 4096, "n": 4096, "k": 4096}], model="analytical")
+    assert list(forced["model"]) == ["analytical"]

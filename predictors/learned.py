@@ -1,0 +1,180 @@
+"""Learned models: the model matrix, shipped XGBoost models with their manifests, coverage and intervals.
+
+A shipped model is ``models/<op>.ubj`` (the log-efficiency regressor, target
+log(latency_us / floor_us)), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model) and
+``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint,
+metrics, versions, what it covers, conformal offsets). xgboost is imported lazily: without it
+``load_model`` returns None and dispatch answers analytically.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, default_source, feature_names
+
+MODEL_DIR = Path(__file__).with_name("models")
+#: description columns whose trained range bounds what a model covers, per op
+RANGE_COLUMNS = {"gemm": ("m", "n", "k", "batch"),
+                 "attention": ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
+                 "moe": ("tokens", "hidden", "ffn", "experts", "top_k"),
+                 "collective": ("bytes", "ranks")}
+MANIFEST_FORMAT = 1
+#: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
+PARALLEL_ROWS = 2048
+
+
+def matrix_columns(op: str) -> list[str]:
+    """Model input columns in order: numeric features, then the categorical columns."""
+    return list(feature_names(op)) + list(CATEGORICAL[op])
+
+
+def feature_types(op: str) -> list[str]:
+    return ["q"] * len(feature_names(op)) + ["c"] * len(CATEGORICAL[op])
+
+
+def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.ndarray:
+    """Features -> float32 matrix; categories as codes in the fixed lists (unknown: NaN).
+
+    ``features`` is ``build_features`` output, or a mapping holding the numeric features
+    (``feature_columns``) and the description columns (``source`` defaults as in ``build_features``).
+    """
+    get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
+    names = feature_names(op)
+    n = len(np.atleast_1d(get(names[0])))
+    out = np.empty((n, len(names) + len(CATEGORICAL[op])), dtype=np.float32)
+    for j, name in enumerate(names):
+        out[:, j] = get(name)
+    for j, (name, cats) in enumerate(CATEGORICAL[op].items(), start=len(names)):
+        values = default_source(get("backend")) if name == "source" and name not in features else get(name)
+        out[:, j] = _codes(values, cats, n)
+    return out
+
+
+def _codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        values = np.asarray(values, dtype=object)
+    lookup = {c: float(i) for i, c in enumerate(cats)}
+    values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
+    uniq, inverse = np.unique(values.astype(str), return_inverse=True)
+    return np.asarray([lookup.get(u, np.nan) for u in uniq], dtype=np.float32)[inverse]
+
+
+def conformal_offset(scores: np.ndarray, coverage: float) -> float:
+    """Split-conformal quantile of CQR scores: the ceil((n+1)·coverage)-th smallest (the largest if beyond n)."""
+    n = len(scores)
+    if n == 0:
+        raise ValueError("calibration needs at least one row; got none")
+    k = min(n, int(np.ceil((n + 1) * coverage)))
+    return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
+
+
+def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndarray:
+    """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
+    sources = CATEGORICAL[op]["source"]
+    table = np.asarray([conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]])
+    codes = x[:, matrix_columns(op).index("source")]
+    return table[np.where(np.isnan(codes), len(sources), codes).astype(np.intp)]
+
+
+def to_latency(floor_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
+    """Log-efficiency predictions -> (p50, low, high) in µs; the interval always contains p50."""
+    floor = np.asarray(floor_us, dtype=np.float64)
+    p50 = floor * np.exp(point)
+    low = np.minimum(floor * np.exp(quantiles[:, 0] - offset), p50)
+    high = np.maximum(floor * np.exp(quantiles[:, -1] + offset), p50)
+    return p50, low, high
+
+
+def check_manifest(manifest: Mapping[str, Any], op: str) -> None:
+    """A manifest this code cannot serve is a clear error: format, op, feature version and names."""
+    problems = []
+    if manifest.get("format") != MANIFEST_FORMAT:
+        problems.append(f"manifest format {manifest.get('format')!r}, this code reads {MANIFEST_FORMAT}")
+    if manifest.get("op") != op:
+        problems.append(f"op {manifest.get('op')!r}, expected {op!r}")
+    if manifest.get("feature_version") != FEATURE_VERSION:
+        problems.append(f"feature_version {manifest.get('feature_version')!r}, this code builds {FEATURE_VERSION!r}")
+    if list(manifest.get("features", [])) != matrix_columns(op):
+        have, want = list(manifest.get("features", [])), matrix_columns(op)
+        diff = sorted(set(have) ^ set(want)) or ["(same names, different order)"]
+        problems.append(f"feature names differ from this code's: {', '.join(diff[:6])}")
+    cats = {k: list(v) for k, v in CATEGORICAL[op].items()}
+    if manifest.get("categories") != cats:
+        problems.append("categorical columns or their category lists differ from this code's")
+    if problems:
+        raise ValueError(f"learned model for {op!r} does not match this kernelcast: " + "; ".join(problems)
+                         + " — retrain with `kernelcast train --op " + op + "`")
+
+
+@dataclass
+class LearnedModel:
+    """A loaded learned model: boosters, manifest, and what it covers."""
+
+    op: str
+    manifest: dict
+    booster: Any
+    quantile_booster: Any
+
+    @property
+    def name(self) -> str:
+        return f"learned:{self.op}@{self.manifest['data_fingerprint'][:8]}"
+
+    def covers(self, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
+        """In distribution: (GPU, backend, dtype) seen in training, every range column inside its trained range."""
+        get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
+        keys = np.char.add(np.char.add(np.char.add(get("gpu").astype(str), "|"), np.char.add(get("backend").astype(str), "|")),
+                           get("dtype").astype(str))
+        ok = np.isin(keys, self.manifest["covered"])
+        for col, (lo, hi) in self.manifest["ranges"].items():
+            values = np.asarray(get(col), dtype=np.float64)
+            ok = ok & (values >= lo) & (values <= hi)
+        return ok
+
+    def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
+        x = feature_matrix(features, self.op)
+        threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
+        for booster in (self.booster, self.quantile_booster):
+            booster.set_param({"nthread": threads})
+        point = self.booster.inplace_predict(x)
+        quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
+        return to_latency(np.asarray(features["floor_us"], dtype=np.float64), point, quantiles,
+                          row_offsets(x, self.op, self.manifest["conformal"]))
+
+
+def read_manifest(op: str, model_dir: Path | None = None) -> dict | None:
+    path = Path(model_dir or MODEL_DIR) / f"{op}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+@functools.cache
+def _load(op: str, model_dir: str) -> LearnedModel | None:
+    manifest = read_manifest(op, Path(model_dir))
+    if manifest is None:
+        return None
+    check_manifest(manifest, op)
+    try:
+        import xgboost as xgb
+    except ImportError:
+        warnings.warn(f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
+                      "analytical (pip install 'kernelcast[train]')", RuntimeWarning, stacklevel=3)
+        return None
+    boosters = [xgb.Booster(model_file=str(Path(model_dir) / f"{op}{suffix}.ubj")) for suffix in ("", ".quantile")]
+    return LearnedModel(op, manifest, *boosters)
+
+
+def load_model(op: str, model_dir: str | Path | None = None) -> LearnedModel | None:
+    """The shipped model for ``op`` (cached), None when none is shipped or xgboost is missing.
+
+    A manifest that does not match this code's features raises ``ValueError``.
+    """
+    return _load(op, str(Path(model_dir or MODEL_DIR).resolve()))

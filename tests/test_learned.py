@@ -1,0 +1,111 @@
+"""The shipped learned models: loading, manifest checks, coverage, intervals, and dispatch through them."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("xgboost")
+from kernelcast.features.vector import FEATURE_VERSION, build_features  # noqa: E402
+from kernelcast.predictors import learned  # noqa: E402
+
+SHIPPED = [op for op in ("gemm", "attention", "moe", "collective") if (learned.MODEL_DIR / f"{op}.json").exists()]
+GEMM = {"op": ["gemm"] * 3, "gpu": ["h200_sxm", "mi300x", "h200_sxm"], "dtype": ["bf16"] * 3,
+        "backend": ["trtllm"] * 3, "m": [4096, 4096, 1 << 22], "n": [4096] * 3, "k": [4096] * 3, "batch": [1] * 3,
+        "layout": ["nt"] * 3, "out_dtype": ["bf16"] * 3, "config": [None] * 3}
+
+
+def _copy(op: str, tmp_path: Path) -> Path:
+    for suffix in (".ubj", ".quantile.ubj", ".json"):
+        shutil.copy(learned.MODEL_DIR / f"{op}{suffix}", tmp_path / f"{op}{suffix}")
+    return tmp_path
+
+
+@pytest.mark.parametrize("op", SHIPPED)
+def test_shipped_manifest_matches_this_code(op):
+    manifest = learned.read_manifest(op)
+    learned.check_manifest(manifest, op)
+    assert manifest["feature_version"] == FEATURE_VERSION and len(manifest["data_fingerprint"]) == 16
+    assert manifest["conformal"]["coverage_target"] == 0.8 and manifest["metrics"]["random.learned.mape"] > 0
+    assert learned.load_model(op) is learned.load_model(op)          # cached
+
+
+def test_gemm_covers_trained_gpu_backend_and_range_only():
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    model = learned.load_model("gemm")
+    frame = pd.DataFrame(GEMM)
+    assert model.covers(frame).tolist() == [True, False, False]          # h200 in; MI300X unseen; m beyond range
+    assert model.covers({k: np.asarray(v) for k, v in GEMM.items()}).tolist() == [True, False, False]
+    p50, low, high = model.predict(build_features(frame.iloc[:1], "gemm"))
+    assert low[0] <= p50[0] <= high[0]
+    assert 100 < p50[0] < 300      # aiconfigurator measured 4096³ bf16 on H200 at 175 µs (anchors.md §3.1)
+
+
+def test_missing_manifest_means_no_model(tmp_path):
+    assert learned.load_model("gemm", tmp_path) is None
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"feature_version": "0"}, "feature_version '0'"),
+    ({"features": ["log_m", "log_n"]}, "feature names differ"),
+    ({"op": "moe"}, "op 'moe', expected 'gemm'"),
+])
+def test_manifest_mismatch_is_a_clear_error(tmp_path, change, message):
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    folder = _copy("gemm", tmp_path)
+    manifest = json.loads((folder / "gemm.json").read_text())
+    (folder / "gemm.json").write_text(json.dumps({**manifest, **change}))
+    with pytest.raises(ValueError, match=message):
+        learned.load_model("gemm", folder)
+
+
+def test_conformal_offset_and_interval_shape():
+    scores = np.arange(10, dtype=float)                              # ceil(11 * 0.8) / 10 = 0.9 -> 9th of 10
+    assert learned.conformal_offset(scores, 0.8) == 8.0
+    with pytest.raises(ValueError, match="at least one row"):
+        learned.conformal_offset(np.array([]), 0.8)
+    p50, low, high = learned.to_latency(np.array([10.0]), np.array([0.0]), np.array([[0.5, 0.2]]), 0.0)
+    assert (low[0], p50[0], high[0]) == (10.0, 10.0, pytest.approx(10 * np.exp(0.2)))
+
+
+def test_dispatch_answers_from_the_learned_model():
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    from kernelcast.predictors.dispatch import predict_latency
+
+    inside = predict_latency({"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "trtllm",
+                              "m": 4096, "n": 4096, "k": 4096})
+    assert inside.model.startswith("learned:gemm@") and inside.in_distribution
+    outside = predict_latency({"op": "gemm", "gpu": "MI300X", "dtype": "bf16", "backend": "trtllm",
+                               "m": 4096, "n": 4096, "k": 4096})
+    assert outside.model == "analytical" and not outside.in_distribution
+
+
+def test_without_xgboost_there_is_no_model_and_a_warning(monkeypatch):
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    import sys
+
+    monkeypatch.setitem(sys.modules, "xgboost", None)          # what `import xgboost` sees when it is absent
+    learned._load.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="xgboost is not installed"):
+            assert learned.load_model("gemm") is None
+    finally:
+        learned._load.cache_clear()
+
+
+def test_row_offsets_use_each_sources_calibration():
+    op = "gemm"
+    col = learned.matrix_columns(op).index("source")
+    x = np.zeros((3, len(learned.matrix_columns(op))), dtype=np.float32)
+    sources = list(learned.CATEGORICAL[op]["source"])
+    x[:, col] = [sources.index("kernelcast"), sources.index("aiconfigurator"), np.nan]
+    conformal = {"offset": 0.1, "by_source": {"kernelcast": 0.3}}
+    assert learned.row_offsets(x, op, conformal).tolist() == pytest.approx([0.3, 0.1, 0.1])

@@ -1,0 +1,164 @@
+"""Training: splits, metrics, the XGBoost regressor's contract and calibration, MLflow logging, export round trip.
+
+Rows are real aiconfigurator-core measurements (A100 and L40S GEMM tables, imported into a temp folder).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("xgboost")
+aic = pytest.importorskip("kernelcast.collect.importers.aiconfigurator")
+try:
+    ROOT = aic.data_root()
+except ImportError:
+    pytest.skip("aiconfigurator-core not installed (pip install 'kernelcast[outside]')", allow_module_level=True)
+
+from kernelcast.features.vector import build_features  # noqa: E402
+from kernelcast.training import data, evaluate, splits  # noqa: E402
+from kernelcast.training.xgb import LatencyRegressor  # noqa: E402
+
+TABLES = ("a100_sxm/gemm/trtllm/1.0.0/gemm_perf", "l40s/gemm/trtllm/1.3.0rc20/gemm_perf")
+PINNED_HASH = 7872736593693879939   # shape_hash of a 4096³ bf16 GEMM: part of the frozen split's definition
+SMALL = {"n_estimators": 60, "quantile_estimators": 40, "max_depth": 6}
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory) -> Path:
+    """A datasets/outside folder holding the GEMM import of two real tables (bf16 only, for speed)."""
+    out = tmp_path_factory.mktemp("outside")
+    files = [f for f in aic.discover(ROOT) if f.where in TABLES]
+    frame, _ = aic.import_op("gemm", files)
+    frame = frame[frame.dtype == "bf16"].reset_index(drop=True)
+    aic.write_cache(frame, "gemm", aic.cache_path(out, "gemm"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows(outside) -> pd.DataFrame:
+    return data.load_rows("gemm", sources=("aiconfigurator",), outside=outside)
+
+
+def test_load_rows_filters_and_errors(rows, outside, tmp_path):
+    assert set(rows.gpu) == {"a100_sxm", "l40s"} and (rows.latency_us > 0).all()
+    with pytest.raises(ValueError, match="op must be one of"):
+        data.load_rows("conv", outside=outside)
+    with pytest.raises(ValueError, match="sources must be among"):
+        data.load_rows("gemm", sources=("nvidia",), outside=outside)
+    with pytest.raises(ValueError, match="no rows for op 'gemm'"):
+        data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
+
+
+def test_shape_hash_ignores_gpu_and_backend_and_fingerprint_sees_latency(rows):
+    a = rows.iloc[:5]
+    b = a.assign(gpu="h200_sxm", backend="vllm")
+    assert (data.shape_hash(a, "gemm") == data.shape_hash(b, "gemm")).all()
+    assert data.fingerprint(a, "gemm") == data.fingerprint(a.copy(), "gemm")
+    assert data.fingerprint(a, "gemm") != data.fingerprint(a.assign(latency_us=a.latency_us * 1.01), "gemm")
+
+
+def test_frozen_split_is_pinned():
+    # the frozen evaluation split must never change: these buckets are its definition in numbers
+    assert splits.bucket(np.array([0, 1, 2, 12345678901234567890], dtype=np.uint64), splits.FROZEN_SALT).tolist() \
+        == [44, 35, 30, 71]
+    row = {"op": "gemm", "gpu": "h200_sxm", "dtype": "bf16", "backend": "trtllm", "m": 4096, "n": 4096, "k": 4096,
+           "batch": 1, "layout": "nt", "out_dtype": "bf16", "config": None}
+    as_float = {**row, "m": 4096.0, "config": float("nan"), "gpu": "b200_sxm"}
+    hashes = data.shape_hash(pd.DataFrame([row, as_float]), "gemm")
+    assert hashes.tolist() == [PINNED_HASH, PINNED_HASH]
+    share = splits.frozen_test(np.arange(100_000, dtype=np.uint64)).mean()
+    assert abs(share - splits.FROZEN_PERCENT / 100) < 0.01
+
+
+def test_splits_partition_rows(rows):
+    hashes = data.shape_hash(rows, "gemm")
+    [rand] = splits.make_splits("random", rows, hashes, None)
+    assert not (rand.train & rand.test).any() and (rand.train | rand.test).all()
+    assert not set(hashes[rand.train]) & set(hashes[rand.test])          # a shape is on one side only
+    logo = splits.make_splits("logo", rows, hashes, None)
+    assert [f.fold for f in logo] == ["a100_sxm", "l40s"]
+    assert all(set(rows.gpu[f.test]) == {f.fold} and f.fold not in set(rows.gpu[f.train]) for f in logo)
+    size = build_features(rows, "gemm")["flops"].to_numpy()
+    [ext] = splits.make_splits("extrapolation", rows, hashes, size)
+    for gpu in ("a100_sxm", "l40s"):
+        on = (rows.gpu == gpu).to_numpy()
+        assert size[on & ext.test].min() > size[on & ext.train].max()
+    assert splits.make_splits("lomo", rows, hashes, None) == []
+    tagged = rows.assign(model=np.where(np.arange(len(rows)) % 3 == 0, "llama", None))
+    [lomo] = splits.make_splits("lomo", tagged, hashes, None)
+    assert lomo.test.sum() == (tagged.model == "llama").sum() and not (lomo.train & lomo.test).any()
+    with pytest.raises(ValueError, match="split must be one of"):
+        splits.make_splits("kfold", rows, hashes, None)
+
+
+def test_metrics_hand_computed():
+    m = evaluate.metrics([100, 200, 400, 800], [110, 180, 400, 1000], low=[90, 150, 300, 900], high=[120, 190, 500, 1100])
+    assert m["mape"] == pytest.approx((0.1 + 0.1 + 0 + 0.25) / 4)
+    assert m["median_ape"] == pytest.approx(0.1)
+    assert m["kendall_tau"] == pytest.approx(1.0)
+    assert m["coverage"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="same length"):
+        evaluate.metrics([1, 2], [1])
+
+
+def test_regressor_contract(rows):
+    model = LatencyRegressor("gemm", **SMALL)
+    assert model.get_params()["n_estimators"] == 60 and not hasattr(model, "booster_")
+    feats = build_features(rows.iloc[:500], "gemm")
+    with pytest.raises(ValueError, match="not fitted"):
+        model.predict(feats)
+    with pytest.raises(ValueError, match="latency_us must be 500 positive"):
+        model.fit(feats, np.zeros(500))
+    with pytest.raises(ValueError, match="missing"):
+        model.fit(feats.drop(columns="floor_us"), rows.latency_us.iloc[:500])
+    assert model.fit(feats, rows.latency_us.iloc[:500]) is model
+    p50, low, high = model.predict_interval(feats)
+    assert p50.shape == (500,) and (low <= p50).all() and (p50 <= high).all()
+    assert model.feature_importance().index[0] in feats.columns
+
+
+def test_calibrated_coverage_on_held_out_shapes(rows):
+    hashes = data.shape_hash(rows, "gemm")
+    test = splits.frozen_test(hashes)
+    feats = build_features(rows, "gemm")
+    y = rows.latency_us.to_numpy()
+    model = LatencyRegressor("gemm", **SMALL).fit(feats[~test], y[~test], hashes[~test])
+    _, raw_lo, raw_hi = model.predict_interval(feats[test], calibrated=False)
+    p50, lo, hi = model.predict_interval(feats[test])
+    raw = np.mean((y[test] >= raw_lo) & (y[test] <= raw_hi))
+    calibrated = np.mean((y[test] >= lo) & (y[test] <= hi))
+    assert calibrated >= 0.78, (raw, calibrated)
+    assert np.median(np.abs(p50 / y[test] - 1)) < 0.15
+
+
+@pytest.mark.slow
+def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from kernelcast.predictors.learned import load_model
+    from kernelcast.training import run, tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    cfg = run.RunConfig("gemm", sources=("aiconfigurator",), outside=outside, datasets=tmp_path,
+                        max_train_rows=4000, max_test_rows=3000, params=SMALL, model_dir=tmp_path / "models")
+    first = run.train(cfg)
+    assert first["champion"] is True and first["model_version"] == "1"
+    assert (tmp_path / "mlruns" / "artifacts" / "kernelcast-gemm").is_dir()
+    worse = run.train(run.RunConfig(**{**run.config_dict(cfg), "outside": outside, "datasets": tmp_path,
+                                       "model_dir": tmp_path / "models",
+                                       "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01}}))
+    assert worse["champion"] is False and worse["exported"] == []
+    runs = tracking.search(["gemm"])
+    assert len(runs) == 2 and set(runs["tags.feature_version"]) == {"1"}
+    assert "metrics.random.gpu.l40s.analytical.mape" in runs
+    client = tracking.setup()
+    assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
+    artifacts = {a.path for a in client.list_artifacts(first["run_id"])}
+    assert {"pred_vs_measured.png", "error_cdf.png", "feature_importance.png", "evaluation_table.json",
+            "shipped"} <= artifacts
+    model = load_model("gemm", tmp_path / "models")
+    manifest = json.loads((tmp_path / "models" / "gemm.json").read_text())
+    assert manifest["data_fingerprint"] == first["data_fingerprint"] and model.name.startswith("learned:gemm@")

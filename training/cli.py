@@ -1,0 +1,143 @@
+"""`kernelcast train | evaluate | dashboard`: thin argparse shells over training.run and MLflow's run search."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+
+from kernelcast.features.desc import OPS
+
+SPLIT_NAMES = ("random", "extrapolation", "logo", "lomo")
+
+
+def add_parsers(subparsers) -> None:
+    """Register train, evaluate and dashboard on the kernelcast CLI's subparsers."""
+    for name, helptext in (("train", "train the XGBoost model per op family, log to MLflow, ship a new champion"),
+                           ("evaluate", "train/test every fold of a split; learned beside analytical")):
+        p = subparsers.add_parser(name, help=helptext)
+        p.add_argument("--op", default="all", choices=(*OPS, "all"))
+        if name == "evaluate":
+            p.add_argument("--split", default="random", choices=SPLIT_NAMES)
+        p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
+        p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")
+        p.add_argument("--backend", default=None, help="only rows of this backend")
+        p.add_argument("--max-train-rows", type=int, default=200_000, help="training rows per fold (subsampled)")
+        p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow (train then always exports)")
+        p.add_argument("--json", action="store_true", help="print results as JSON")
+        p.set_defaults(func=_train if name == "train" else _evaluate)
+    d = subparsers.add_parser("dashboard", help="per-architecture error table from the MLflow runs")
+    d.add_argument("--op", default="all", choices=(*OPS, "all"))
+    d.add_argument("--json", action="store_true", help="print the table as JSON")
+    d.set_defaults(func=_dashboard)
+
+
+def _ops(op: str) -> list[str]:
+    return list(OPS) if op == "all" else [op]
+
+
+def _configs(args: argparse.Namespace):
+    from kernelcast.training.data import SOURCES
+    from kernelcast.training.run import RunConfig
+
+    sources = (args.source,) if args.source else SOURCES
+    return [RunConfig(op, sources=sources, dtype=args.dtype, backend=args.backend,
+                      max_train_rows=args.max_train_rows, log_mlflow=not args.no_mlflow) for op in _ops(args.op)]
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float):
+        return "—" if math.isnan(x) else f"{x:.3f}"
+    return str(x)
+
+
+def _print_table(records: list[dict], columns: list[str]) -> None:
+    widths = [max(len(c), *(len(_fmt(r.get(c, ""))) for r in records)) for c in columns]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for r in records:
+        print("  ".join(_fmt(r.get(c, "")).rjust(w) for c, w in zip(columns, widths)))
+
+
+def _side(table: list[dict], group_by: str) -> list[dict]:
+    from kernelcast.training.evaluate import side_by_side
+    import pandas as pd
+
+    wide = side_by_side(pd.DataFrame(table), group_by).reset_index().rename(columns={"group": group_by})
+    return wide.to_dict("records")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from kernelcast.training.run import train
+
+    results = []
+    for cfg in _configs(args):
+        result = train(cfg)
+        results.append(result)
+        if not args.json:
+            print(f"\n{cfg.op}: {result['rows']:,} rows, trained on {result['n_train']:,}, "
+                  f"{result['seconds']}s; frozen-split coverage raw {result['coverage']['coverage_raw']:.3f} -> "
+                  f"calibrated {result['coverage']['coverage_calibrated']:.3f}; champion: {result['champion']}; "
+                  f"exported: {', '.join(result['exported']) or 'no'}")
+            _print_table(_side(result["table"], "gpu"), ["gpu", "n", "learned_mape", "analytical_mape",
+                                                         "learned_median_ape", "analytical_median_ape",
+                                                         "learned_p90_ape", "learned_coverage"])
+    if args.json:
+        print(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from kernelcast.training.run import evaluate_split
+
+    results = []
+    for cfg in _configs(args):
+        result = evaluate_split(cfg, args.split)
+        results.append(result)
+        if not args.json:
+            print(f"\n{cfg.op} {args.split}: {result['rows']:,} rows, {len(result['folds'])} folds, "
+                  f"{result['seconds']}s; held-out coverage raw {result['coverage']['coverage_raw']:.3f} -> "
+                  f"calibrated {result['coverage']['coverage_calibrated']:.3f}")
+            _print_table(_side(result["by_fold"], "fold"), ["fold", "n", "learned_mape", "analytical_mape",
+                                                            "learned_median_ape", "analytical_median_ape",
+                                                            "learned_p90_ape", "learned_coverage"])
+    if args.json:
+        print(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+def dashboard_rows(runs, ops) -> list[dict]:
+    """Latest run of the random and leave-one-GPU-out splits, per op: learned vs analytical MAPE per GPU."""
+    out: dict[tuple, dict] = {}
+    for op in ops:
+        mine = runs[runs["experiment_name"] == f"kernelcast-{op}"] if "experiment_name" in runs else runs.iloc[0:0]
+        for split in ("random", "logo"):
+            latest = mine[mine.get("tags.split") == split].head(1) if "tags.split" in mine else mine.iloc[0:0]
+            if latest.empty:
+                continue
+            metrics = {k.removeprefix("metrics."): v for k, v in latest.iloc[0].items()
+                       if k.startswith("metrics.") and v == v}
+            pattern = re.compile(rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(mape|coverage)$")
+            for key, value in metrics.items():
+                m = pattern.match(key)
+                if m and m.group(1) not in ("frozen", "all"):
+                    row = out.setdefault((op, m.group(1)), {"op": op, "gpu": m.group(1)})
+                    row[f"{split}_{m.group(2)}_{m.group(3)}"] = value
+    return [out[k] for k in sorted(out)]
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from kernelcast.training import tracking
+
+    ops = _ops(args.op)
+    runs = tracking.search(ops)
+    if not runs.empty:
+        names = {tracking.experiment_id(op): f"kernelcast-{op}" for op in ops}
+        runs = runs.assign(experiment_name=runs["experiment_id"].map(names))
+    rows = dashboard_rows(runs, ops) if not runs.empty else []
+    if args.json:
+        print(json.dumps({"tracking_uri": tracking.tracking_uri(), "rows": rows}, indent=1, default=str))
+        return 0
+    print(f"MLflow store: {tracking.tracking_uri()} ({len(runs)} finished runs)")
+    columns = ["op", "gpu"] + sorted({k for r in rows for k in r} - {"op", "gpu"})
+    _print_table(rows, columns) if rows else print("no runs yet: `kernelcast train` first")
+    return 0

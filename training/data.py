@@ -1,0 +1,122 @@
+"""Training rows: our measured datasets plus the aiconfigurator import, ok rows only, with shape keys and fingerprints."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features.desc import OPS, op_fields
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO / "datasets"
+#: row sources training can use: our own measurements and the aiconfigurator-core import
+SOURCES = ("kernelcast", "aiconfigurator")
+#: columns kept beside the description fields
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source")
+
+
+def _check_op(op: str) -> None:
+    if op not in OPS:
+        raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
+
+
+def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
+    from kernelcast.collect.dataset import read_dataset
+
+    folder = datasets / op
+    if not folder.is_dir() or not any(folder.rglob("*.parquet")):
+        return None
+    frame = read_dataset(datasets, op)
+    if "cache" in frame and frame["cache"].eq("cold").any():
+        frame = frame[frame["cache"].eq("cold")]            # cold L2 is the label; warm rows are a recorded variant
+    source = frame["source"].fillna("kernelcast") if "source" in frame else "kernelcast"
+    return frame.assign(source=source)
+
+
+def _outside_rows(op: str, outside: Path) -> pd.DataFrame:
+    from kernelcast.collect.importers import aiconfigurator as aic
+
+    path = aic.cache_path(outside, op)
+    if not path.exists():
+        print(f"{path} missing: importing aiconfigurator-core's {op} tables (`kernelcast import aiconfigurator`)",
+              file=sys.stderr)
+        chosen, _ = aic.choose(aic.discover(aic.data_root()))
+        frame, _ = aic.import_op(op, [f for f in chosen if f.op == op], progress=True)
+        aic.write_cache(frame, op, path)
+    return pd.read_parquet(path)
+
+
+def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: Path | None = None) -> pd.DataFrame:
+    """Rows of ``op`` with status ok and a positive latency: description fields + ``KEEP`` columns."""
+    _check_op(op)
+    unknown = sorted(set(sources) - set(SOURCES))
+    if unknown:
+        raise ValueError(f"sources must be among {', '.join(SOURCES)}; got {unknown[0]!r}")
+    datasets = Path(datasets or DATASETS)
+    parts = []
+    if "kernelcast" in sources and (own := _own_rows(op, datasets)) is not None:
+        parts.append(own)
+    if "aiconfigurator" in sources:
+        parts.append(_outside_rows(op, Path(outside or datasets / "outside")))
+    if not parts:
+        raise ValueError(f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets}")
+    columns = [c for c in op_fields(op)] + list(KEEP)
+    frame = pd.concat([p.reindex(columns=columns) for p in parts], ignore_index=True)
+    status_ok = pd.concat([p["status"] if "status" in p else pd.Series("ok", index=p.index) for p in parts],
+                          ignore_index=True).eq("ok").to_numpy()
+    keep = status_ok & (frame["latency_us"].to_numpy(dtype=np.float64) > 0)
+    return frame.loc[keep].reset_index(drop=True)
+
+
+def _canonical_columns(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """Numbers and bools as float64, everything else as text ('' for missing): 4096, 4096.0 and int32 hash alike."""
+    out = {}
+    for c in columns:
+        kind = pd.api.types.infer_dtype(frame[c], skipna=True)
+        if kind in ("boolean", "integer", "floating", "mixed-integer-float", "empty"):
+            out[c] = pd.to_numeric(frame[c].astype(object), errors="raise").astype(np.float64)
+        else:
+            out[c] = frame[c].astype(object).where(frame[c].notna(), "").astype(str)
+    return pd.DataFrame(out)
+
+
+def shape_hash(frame: pd.DataFrame, op: str) -> np.ndarray:
+    """uint64 hash of a row's shape: the description without gpu and backend (stable across runs)."""
+    fields = [f for f in op_fields(op) if f not in ("op", "gpu", "backend") and f in frame]
+    return pd.util.hash_pandas_object(_canonical_columns(frame, fields), index=False).to_numpy(dtype=np.uint64)
+
+
+def fingerprint(frame: pd.DataFrame, op: str) -> str:
+    """sha256 (16 hex) of the rows a model is trained on: descriptions, latency and source, in order."""
+    fields = [f for f in op_fields(op) if f in frame] + ["latency_us", "source"]
+    hashes = pd.util.hash_pandas_object(_canonical_columns(frame, fields), index=False).to_numpy(dtype=np.uint64)
+    return hashlib.sha256(hashes.tobytes()).hexdigest()[:16]
+
+
+def _water_fill(sizes: np.ndarray, budget: int) -> np.ndarray:
+    """Per-group take: min(size, cap) with the cap chosen so the takes sum to ``budget``."""
+    order = np.sort(sizes)
+    used, left = 0, len(order)
+    for size in order:
+        cap = (budget - used) / left
+        if size > cap:
+            return np.minimum(sizes, int(cap))
+        used, left = used + size, left - 1
+    return sizes
+
+
+def subsample(frame: pd.DataFrame, max_rows: int, seed: int = 0) -> pd.DataFrame:
+    """At most ``max_rows`` rows: small (gpu, backend, source) groups whole, large ones capped alike.
+
+    Water-filling keeps scarce groups (our own H200 rows) and evens out the large outside tables.
+    """
+    if len(frame) <= max_rows:
+        return frame
+    groups = list(frame.groupby(["gpu", "backend", "source"], sort=True, observed=True).indices.values())
+    takes = _water_fill(np.asarray([len(g) for g in groups]), max_rows)
+    rng = np.random.default_rng(seed)
+    picked = [rng.choice(idx, size=take, replace=False) for idx, take in zip(groups, takes)]
+    return frame.iloc[np.sort(np.concatenate(picked))].reset_index(drop=True)

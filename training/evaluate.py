@@ -1,0 +1,64 @@
+"""Error metrics (MAPE, median/p90 APE, Kendall τ, interval coverage) and grouped tables, learned beside analytical."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+METRICS = ("n", "mape", "median_ape", "p90_ape", "kendall_tau", "coverage")
+#: groupings of every evaluation table ("all" = every row together)
+GROUPS = ("all", "op", "dtype", "backend", "gpu")
+MODELS = ("learned", "analytical")
+
+
+def metrics(measured, predicted, low=None, high=None) -> dict[str, float]:
+    """APE statistics of predicted vs measured latency, Kendall τ of their order, interval coverage."""
+    from scipy.stats import kendalltau
+
+    y = np.asarray(measured, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    if len(y) != len(p):
+        raise ValueError(f"measured and predicted must have the same length; got {len(y)} and {len(p)}")
+    if len(y) == 0:
+        return {"n": 0, **{k: float("nan") for k in METRICS[1:]}}
+    ape = np.abs(p / y - 1.0)
+    tau = kendalltau(y, p).statistic if len(y) > 1 else float("nan")
+    cover = float("nan") if low is None else float(np.mean((y >= np.asarray(low)) & (y <= np.asarray(high))))
+    return {"n": int(len(y)), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
+            "p90_ape": float(np.quantile(ape, 0.9)), "kendall_tau": float(tau), "coverage": cover}
+
+
+def evaluation_table(rows: pd.DataFrame, groups=GROUPS) -> pd.DataFrame:
+    """One row per (group_by, group, model): ``rows`` has measured, learned, low, high, analytical,
+    analytical_low, analytical_high and the grouping columns."""
+    out = []
+    for by in groups:
+        parts = [("all", rows)] if by == "all" else sorted(rows.groupby(by, observed=True), key=lambda kv: str(kv[0]))
+        for value, part in parts:
+            for model in MODELS:
+                lo, hi = ("low", "high") if model == "learned" else ("analytical_low", "analytical_high")
+                m = metrics(part["measured"], part[model], part[lo] if lo in part else None,
+                            part[hi] if hi in part else None)
+                out.append({"group_by": by, "group": str(value), "model": model, **m})
+    return pd.DataFrame(out, columns=["group_by", "group", "model", *METRICS])
+
+
+def flat_metrics(table: pd.DataFrame, prefix: str) -> dict[str, float]:
+    """MLflow metric dict from a table: ``<prefix>.<group_by>.<group>.<model>.<metric>`` (NaN skipped)."""
+    out = {}
+    for row in table.itertuples(index=False):
+        head = prefix if row.group_by == "all" else f"{prefix}.{row.group_by}.{row.group}"
+        for name in METRICS[1:]:
+            value = getattr(row, name)
+            if np.isfinite(value):
+                out[f"{head}.{row.model}.{name}"] = float(value)
+    return out
+
+
+def side_by_side(table: pd.DataFrame, group_by: str = "gpu") -> pd.DataFrame:
+    """learned vs analytical MAPE / median APE / coverage per group, one line each (for printing)."""
+    part = table[table["group_by"] == group_by]
+    wide = part.pivot(index="group", columns="model", values=["n", "mape", "median_ape", "p90_ape", "coverage"])
+    wide.columns = [f"{model}_{metric}" for metric, model in wide.columns]
+    keep = ["learned_n", "learned_mape", "analytical_mape", "learned_median_ape", "analytical_median_ape",
+            "learned_p90_ape", "analytical_p90_ape", "learned_coverage"]
+    return wide[keep].rename(columns={"learned_n": "n"}).astype({"n": int})

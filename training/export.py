@@ -1,0 +1,70 @@
+"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj and the <op>.json manifest."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION
+from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, RANGE_COLUMNS, matrix_columns
+from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
+
+
+def coverage_of(frame: pd.DataFrame, op: str) -> dict[str, Any]:
+    """What a model trained on ``frame`` covers: (gpu|backend|dtype) keys, GPUs, backends, sources, ranges."""
+    keys = (frame["gpu"].astype(str) + "|" + frame["backend"].astype(str) + "|" + frame["dtype"].astype(str)).unique()
+    ranges = {c: [float(frame[c].min()), float(frame[c].max())] for c in RANGE_COLUMNS[op]}
+    return {"covered": sorted(keys.tolist()), "gpus": sorted(frame["gpu"].astype(str).unique().tolist()),
+            "backends": sorted(frame["backend"].astype(str).unique().tolist()),
+            "sources": sorted(frame["source"].astype(str).unique().tolist()), "ranges": ranges}
+
+
+def build_manifest(model, op: str, train_frame: pd.DataFrame, fingerprint: str, metrics: Mapping[str, Any],
+                   git_rev: str) -> dict[str, Any]:
+    import xgboost
+
+    import kernelcast
+
+    return {
+        "format": MANIFEST_FORMAT, "op": op, "feature_version": FEATURE_VERSION, "features": matrix_columns(op),
+        "categories": {k: list(v) for k, v in CATEGORICAL[op].items()},
+        "target": "log(latency_us / floor_us)", "data_fingerprint": fingerprint, "n_train": model.n_train_,
+        **coverage_of(train_frame, op),
+        "conformal": {**model.conformal_, "quantiles": list(model.quantiles),
+                      "coverage_target": model.coverage, "n_calibration": model.n_calibration_,
+                      "calibration_coverage_raw": model.raw_calibration_coverage_,
+                      "calibration_coverage_calibrated": model.calibrated_calibration_coverage_},
+        "params": model.get_params(), "metrics": dict(metrics),
+        "frozen_split": {"rule": "bucket(shape_hash, salt) < percent", "salt": FROZEN_SALT, "percent": FROZEN_PERCENT},
+        "versions": {"xgboost": xgboost.__version__, "kernelcast": kernelcast.__version__},
+        "git_revision": git_rev, "trained_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | None = None) -> list[Path]:
+    """Write the boosters and the manifest atomically (temp file + os.replace); returns the paths."""
+    out_dir = Path(out_dir or MODEL_DIR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for suffix, booster in (("", model.booster_), (".quantile", model.quantile_booster_)):
+        path = out_dir / f"{op}{suffix}.ubj"
+        tmp = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
+        booster.save_model(str(tmp))
+        os.replace(tmp, path)
+        paths.append(path)
+    path = out_dir / f"{op}.json"
+    tmp = out_dir / f".{op}.{os.getpid()}.tmp.json"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n")
+    os.replace(tmp, path)
+    return paths + [path]

@@ -1,0 +1,218 @@
+"""Training and evaluation runs: rows -> features -> folds -> LatencyRegressor -> tables, MLflow, shipped model."""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.features.desc import op_fields
+from kernelcast.features.vector import FEATURE_VERSION, build_features
+from kernelcast.predictors.analytical import predict_frame
+from kernelcast.training import data, evaluate, plots, tracking
+from kernelcast.training.export import build_manifest, export_model
+from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_splits
+from kernelcast.training.xgb import LatencyRegressor
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one train/evaluate run uses."""
+
+    op: str
+    sources: tuple[str, ...] = data.SOURCES     # row sources: our datasets and/or the aiconfigurator import
+    dtype: str | None = None                    # keep only this dtype (e.g. the bf16 GEMM LOGO benchmark)
+    backend: str | None = None                  # keep only this backend
+    max_train_rows: int = 200_000               # per fold, drawn per (gpu, backend, source): 4 ops train in < 10 min on 2 cores
+    max_test_rows: int = 150_000                # per fold, evaluation rows (a seeded sample when more)
+    params: dict = field(default_factory=dict)  # LatencyRegressor overrides
+    balance_sources: bool = True                # weight rows so each source carries the same total weight
+    datasets: Path | None = None                # default <repo>/datasets
+    outside: Path | None = None                 # default <datasets>/outside
+    log_mlflow: bool = True                     # log the run (and register the model when training)
+    model_dir: Path | None = None               # where a new champion is exported (default predictors/models)
+
+
+def load(cfg: RunConfig) -> pd.DataFrame:
+    frame = data.load_rows(cfg.op, cfg.sources, cfg.datasets, cfg.outside)
+    for column, value in (("dtype", cfg.dtype), ("backend", cfg.backend)):
+        if value is not None:
+            frame = frame[frame[column] == value].reset_index(drop=True)
+    if frame.empty:
+        raise ValueError(f"no {cfg.op} rows with dtype={cfg.dtype!r} backend={cfg.backend!r} from {cfg.sources}")
+    return frame
+
+
+def _size(frame: pd.DataFrame, op: str, split: str) -> np.ndarray | None:
+    """The size measure extrapolation holds out the top of: FLOPs (collectives: bytes); only that split needs it."""
+    if split != "extrapolation":
+        return None
+    if op == "collective":
+        return frame["bytes"].to_numpy(dtype=np.float64)
+    return build_features(frame, op)["flops"].to_numpy(dtype=np.float64)
+
+
+def _sample(mask: np.ndarray, limit: int, seed: int) -> np.ndarray:
+    idx = np.flatnonzero(mask)
+    return idx if len(idx) <= limit else np.sort(np.random.default_rng(seed).choice(idx, limit, replace=False))
+
+
+def source_weights(sources: np.ndarray) -> np.ndarray:
+    """Per-row weights giving every source the same total (mean 1): our scarce rows count as much as the import."""
+    names, inverse, counts = np.unique(sources.astype(str), return_inverse=True, return_counts=True)
+    return (len(sources) / (len(names) * counts))[inverse]
+
+
+def fit_fold(cfg: RunConfig, frame: pd.DataFrame, hashes: np.ndarray,
+             split: Split) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """Train on the fold's train side (subsampled), predict its test side.
+
+    Returns the model, the test rows (measured, learned, interval, analytical), the train index, the test features.
+    """
+    train = data.subsample(frame[split.train].assign(_i=np.flatnonzero(split.train)), cfg.max_train_rows)["_i"].to_numpy()
+    latency = frame["latency_us"].to_numpy()
+    weight = source_weights(frame["source"].to_numpy()[train]) if cfg.balance_sources else None
+    model = LatencyRegressor(cfg.op, **cfg.params).fit(build_features(frame.iloc[train], cfg.op), latency[train],
+                                                       hashes[train], weight)
+    test = _sample(split.test, cfg.max_test_rows, seed=1)
+    f_test = build_features(frame.iloc[test], cfg.op)
+    p50, low, high = model.predict_interval(f_test)
+    _, raw_low, raw_high = model.predict_interval(f_test, calibrated=False)
+    ana = predict_frame(frame.iloc[test][[c for c in op_fields(cfg.op) if c in frame]], cfg.op)
+    rows = frame.iloc[test][["op", "gpu", "dtype", "backend", "source"]].reset_index(drop=True).assign(
+        measured=latency[test], learned=p50, low=low, high=high, raw_low=raw_low, raw_high=raw_high,
+        analytical=ana["latency_us"].to_numpy(), analytical_low=ana["low_us"].to_numpy(),
+        analytical_high=ana["high_us"].to_numpy(), fold=split.fold)
+    return model, rows, train, f_test
+
+
+def coverage_summary(rows: pd.DataFrame) -> dict[str, float]:
+    """Held-out coverage of the 80% interval before (raw quantiles) and after conformal calibration."""
+    y = rows["measured"]
+    return {"coverage_raw": float(((y >= rows["raw_low"]) & (y <= rows["raw_high"])).mean()),
+            "coverage_calibrated": float(((y >= rows["low"]) & (y <= rows["high"])).mean())}
+
+
+def _progress(items, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, file=sys.stderr, leave=False)
+
+
+def _params(cfg: RunConfig, frame: pd.DataFrame, fingerprint: str, split: str) -> dict:
+    model = LatencyRegressor(cfg.op, **cfg.params)
+    return {"op": cfg.op, "split": split, "features": ",".join(build_features(frame.head(1), cfg.op).columns),
+            "feature_version": FEATURE_VERSION, "data_fingerprint": fingerprint, "rows": len(frame),
+            "gpus": ",".join(sorted(frame["gpu"].unique())), "sources": ",".join(sorted(frame["source"].unique())),
+            "backends": ",".join(sorted(frame["backend"].unique())), "dtype_filter": cfg.dtype,
+            "backend_filter": cfg.backend, "max_train_rows": cfg.max_train_rows,
+            "frozen_split": f"bucket(shape_hash,{FROZEN_SALT:#x})<{FROZEN_PERCENT}",
+            **{f"xgb.{k}": v for k, v in model.get_params().items()}}
+
+
+def _figures(rows: pd.DataFrame, title: str, importance: pd.Series | None) -> dict:
+    figs = {"pred_vs_measured.png": plots.predicted_vs_measured(rows, title),
+            "error_cdf.png": plots.error_cdf(rows, title)}
+    if importance is not None:
+        figs["feature_importance.png"] = plots.feature_importance(importance, title)
+    return figs
+
+
+def evaluate_split(cfg: RunConfig, split: str) -> dict:
+    """Train and test every fold of ``split``; tables learned beside analytical; logged to MLflow."""
+    start = time.time()
+    frame = load(cfg)
+    hashes = data.shape_hash(frame, cfg.op)
+    folds = make_splits(split, frame, hashes, _size(frame, cfg.op, split))
+    if not folds:
+        raise ValueError(f"split {split!r} has no folds for op {cfg.op!r} (lomo needs rows tagged with a 'model')")
+    parts, metrics = [], {}
+    for fold in _progress(folds, f"{cfg.op} {split}"):
+        _, rows, _, _ = fit_fold(cfg, frame, hashes, fold)
+        parts.append(rows)
+        table = evaluate.evaluation_table(rows)
+        metrics.update(evaluate.flat_metrics(table, f"{split}.{fold.fold}"))
+        metrics.update({f"{split}.{fold.fold}.{k}": v for k, v in coverage_summary(rows).items()})
+    rows = pd.concat(parts, ignore_index=True)
+    by_fold = evaluate.evaluation_table(rows, groups=("fold",))
+    table = evaluate.evaluation_table(rows)
+    fingerprint = data.fingerprint(frame, cfg.op)
+    result = {"op": cfg.op, "split": split, "rows": len(frame), "folds": [f.fold for f in folds],
+              "data_fingerprint": fingerprint, "coverage": coverage_summary(rows), "seconds": round(time.time() - start, 1),
+              "by_fold": by_fold.to_dict("records"), "table": table.to_dict("records")}
+    if cfg.log_mlflow:
+        run_id, _ = tracking.log_run(
+            cfg.op, f"evaluate-{split}", _params(cfg, frame, fingerprint, split),
+            {"kind": "evaluate", "split": split, "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
+            metrics, _figures(rows, f"{cfg.op} {split}", None),
+            {"evaluation_table.json": table, "by_fold.json": by_fold})
+        result["run_id"] = run_id
+    return result
+
+
+def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float | None:
+    """The current champion's MAPE on the same frozen-split test rows; None without a usable champion."""
+    from kernelcast.predictors.learned import load_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = tracking.champion_files(op, Path(tmp))
+        try:
+            model = load_model(op, folder) if folder is not None else None
+        except ValueError:                    # features changed since: the champion cannot score these rows
+            return None
+        if model is None:
+            return None
+        p50, _, _ = model.predict(features)
+    return evaluate.metrics(rows["measured"], p50)["mape"]
+
+
+def _log_and_promote(cfg: RunConfig, model, manifest, train_frame, fingerprint, rows, test_features, table,
+                     metrics) -> dict:
+    """Log the run with its model; move ``champion`` when it beats the champion on the same test rows."""
+    old = champion_mape(cfg.op, rows, test_features)
+    with tempfile.TemporaryDirectory() as tmp:
+        export_model(model, manifest, cfg.op, Path(tmp))
+        run_id, version = tracking.log_run(
+            cfg.op, "train", _params(cfg, train_frame, fingerprint, "random"),
+            {"kind": "train", "split": "random", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
+            {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
+            _figures(rows, f"{cfg.op} frozen split", model.feature_importance()),
+            {"evaluation_table.json": table}, {"shipped": Path(tmp)}, booster=model.booster_)
+    better = old is None or metrics["random.learned.mape"] < old
+    if better:
+        tracking.promote(cfg.op, version)
+    return {"run_id": run_id, "model_version": version, "champion": better, "champion_before_mape": old}
+
+
+def train(cfg: RunConfig) -> dict:
+    """Fit on the frozen split's train side, score on its test side, log, register; export a new champion."""
+    start = time.time()
+    frame = load(cfg)
+    hashes = data.shape_hash(frame, cfg.op)
+    [split] = make_splits("random", frame, hashes, None)
+    model, rows, train_idx, test_features = fit_fold(cfg, frame, hashes, split)
+    train_frame = frame.iloc[train_idx]
+    fingerprint = data.fingerprint(train_frame, cfg.op)
+    table = evaluate.evaluation_table(rows)
+    metrics = {**evaluate.flat_metrics(table, "random"),
+               **{f"random.{k}": v for k, v in coverage_summary(rows).items()}}
+    summary = {k: v for k, v in metrics.items() if k.count(".") <= 2}
+    manifest = build_manifest(model, cfg.op, train_frame, fingerprint, summary, tracking.git_revision())
+    result = {"op": cfg.op, "rows": len(frame), "n_train": model.n_train_, "data_fingerprint": fingerprint,
+              "coverage": coverage_summary(rows), "conformal_offset": model.conformal_offset_,
+              "table": table.to_dict("records"), "exported": [], "champion": None}
+    if cfg.log_mlflow:
+        result.update(_log_and_promote(cfg, model, manifest, train_frame, fingerprint, rows, test_features, table,
+                                       metrics))
+    if result["champion"] or not cfg.log_mlflow:
+        result["exported"] = [str(p) for p in export_model(model, manifest, cfg.op, cfg.model_dir)]
+    result["seconds"] = round(time.time() - start, 1)
+    return result
+
+
+def config_dict(cfg: RunConfig) -> dict:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}

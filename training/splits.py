@@ -1,0 +1,81 @@
+"""Evaluation splits: frozen random-by-shape, extrapolation (largest sizes), leave-one-GPU-out, leave-one-model-out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+SPLITS = ("random", "extrapolation", "logo", "lomo")
+#: the frozen evaluation split: a shape is held out when bucket(shape_hash, FROZEN_SALT) < FROZEN_PERCENT.
+#: It never changes (the champion alias only moves on it), so neither may these two numbers.
+FROZEN_SALT = 0x6B63_6576_616C_7631      # "kcevalv1"
+FROZEN_PERCENT = 20
+#: extrapolation: per GPU, rows above this quantile of the size measure are held out
+EXTRAPOLATION_QUANTILE = 0.9
+
+
+@dataclass(frozen=True)
+class Split:
+    """One train/test partition (boolean masks over the frame's rows)."""
+
+    name: str
+    fold: str
+    train: np.ndarray
+    test: np.ndarray
+
+
+def bucket(hashes: np.ndarray, salt: int) -> np.ndarray:
+    """0..99 from a uint64 hash and a salt (splitmix64 finalizer: well mixed, deterministic)."""
+    z = np.asarray(hashes, dtype=np.uint64) ^ np.uint64(salt)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z % np.uint64(100)).astype(np.int64)
+
+
+def frozen_test(hashes: np.ndarray) -> np.ndarray:
+    return bucket(hashes, FROZEN_SALT) < FROZEN_PERCENT
+
+
+def random_split(hashes: np.ndarray) -> list[Split]:
+    """Random by shape, frozen: the same shape (every GPU and backend of it) is on one side only."""
+    test = frozen_test(hashes)
+    return [Split("random", "frozen", ~test, test)]
+
+
+def extrapolation_split(size: np.ndarray, gpus: np.ndarray) -> list[Split]:
+    """Per GPU, the largest sizes (above the EXTRAPOLATION_QUANTILE) are held out."""
+    size = np.asarray(size, dtype=np.float64)
+    threshold = pd.Series(size).groupby(np.asarray(gpus)).transform(lambda s: s.quantile(EXTRAPOLATION_QUANTILE))
+    test = size > threshold.to_numpy()
+    return [Split("extrapolation", f"largest{round((1 - EXTRAPOLATION_QUANTILE) * 100)}pct", ~test, test)]
+
+
+def logo_splits(gpus: np.ndarray) -> list[Split]:
+    """Leave one GPU out: each GPU predicted from a model that never saw it (its spec is in the features)."""
+    gpus = np.asarray(gpus)
+    return [Split("logo", str(g), gpus != g, gpus == g) for g in sorted(set(gpus))]
+
+
+def lomo_splits(models: pd.Series | None) -> list[Split]:
+    """Leave one model out over rows tagged with a real model's name; untagged rows always train."""
+    if models is None or models.notna().sum() == 0:
+        return []
+    values = models.to_numpy(dtype=object)
+    tagged = models.notna().to_numpy()
+    return [Split("lomo", str(m), values != m, tagged & (values == m)) for m in sorted(models.dropna().unique())]
+
+
+def make_splits(name: str, frame: pd.DataFrame, hashes: np.ndarray, size: np.ndarray) -> list[Split]:
+    """The folds of one split kind for the rows of ``frame``."""
+    if name == "random":
+        return random_split(hashes)
+    if name == "extrapolation":
+        return extrapolation_split(size, frame["gpu"].to_numpy())
+    if name == "logo":
+        return logo_splits(frame["gpu"].to_numpy())
+    if name == "lomo":
+        return lomo_splits(frame["model"] if "model" in frame else None)
+    raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {name!r}")

@@ -1,0 +1,110 @@
+"""MLflow: tracking URI, one experiment per op family, run logging, the registered model and its champion alias."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping
+
+from kernelcast.training.data import REPO
+
+def tracking_uri() -> str:
+    """MLFLOW_TRACKING_URI if set, else sqlite:///<repo>/mlruns/mlflow.db."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{REPO / 'mlruns' / 'mlflow.db'}"
+
+
+def artifact_root(uri: str) -> Path | None:
+    """Artifacts beside a sqlite store (<dir>/artifacts); None for servers (they choose)."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///")).parent / "artifacts"
+    return None
+
+
+def setup() -> Any:
+    """Point MLflow at our store (creating the sqlite folder); return the client."""
+    import mlflow
+
+    uri = tracking_uri()
+    root = artifact_root(uri)
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    return mlflow.MlflowClient()
+
+
+def experiment_name(op: str) -> str:
+    return f"kernelcast-{op}"
+
+
+def experiment_id(op: str) -> str:
+    """The op's experiment, created with an explicit artifact location when missing."""
+    client = setup()
+    exp = client.get_experiment_by_name(experiment_name(op))
+    if exp is not None:
+        return exp.experiment_id
+    root = artifact_root(tracking_uri())
+    location = (root / experiment_name(op)).as_uri() if root is not None else None
+    return client.create_experiment(experiment_name(op), artifact_location=location)
+
+
+def git_revision() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def log_run(op: str, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+            metrics: Mapping[str, float], figures: Mapping[str, Any], tables: Mapping[str, Any],
+            files: Mapping[str, Path] = (), booster: Any = None) -> tuple[str, str | None]:
+    """One MLflow run: params, tags, metrics, figures, tables, files (artifact dir -> local path) and,
+    when a booster is given, the model registered as ``kernelcast-<op>``; returns (run_id, model version)."""
+    import mlflow
+    import matplotlib.pyplot as plt
+
+    version = None
+    with mlflow.start_run(experiment_id=experiment_id(op), run_name=run_name) as run:
+        mlflow.set_tags({"git_revision": git_revision(), **tags})
+        mlflow.log_params({k: str(v)[:6000] for k, v in params.items()})
+        items = list(metrics.items())
+        for i in range(0, len(items), 900):
+            mlflow.log_metrics(dict(items[i:i + 900]))
+        for name, fig in figures.items():
+            mlflow.log_figure(fig, name)
+            plt.close(fig)
+        for name, table in tables.items():
+            mlflow.log_table(table, artifact_file=name)
+        for folder, path in dict(files).items():
+            log = mlflow.log_artifacts if Path(path).is_dir() else mlflow.log_artifact
+            log(str(path), artifact_path=folder)
+        if booster is not None:
+            info = mlflow.xgboost.log_model(booster, name="model", registered_model_name=experiment_name(op))
+            version = str(info.registered_model_version)
+        return run.info.run_id, version
+
+
+def champion_files(op: str, dest: Path) -> Path | None:
+    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion."""
+    import mlflow
+
+    client = setup()
+    try:
+        mv = client.get_model_version_by_alias(experiment_name(op), "champion")
+    except Exception:  # noqa: BLE001 — MLflow raises MlflowException (or RestException) when absent
+        return None
+    return Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path="shipped", dst_path=str(dest)))
+
+
+def promote(op: str, version: str) -> None:
+    setup().set_registered_model_alias(experiment_name(op), "champion", version)
+
+
+def search(ops) -> Any:
+    """All finished runs of the given ops' experiments (pandas frame from mlflow.search_runs)."""
+    import mlflow
+
+    setup()
+    names = [experiment_name(op) for op in ops]
+    return mlflow.search_runs(experiment_names=names, filter_string="attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"])
