@@ -31,7 +31,8 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     compute_floor = flops / peak * 1e6
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     cfg = cols.get("config", np.full(len(b), None, dtype=object))
-    (bm,) = config_values(cfg, ("block_m",), (DEFAULT_BLOCK_M,))
+    bm, bn, warps, stages = config_values(cfg, ("block_m", "block_n", "num_warps", "num_stages"),
+                                          (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan))   # NaN: the library chose
     units = np.ceil(sq / bm) * hq * b
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
@@ -42,6 +43,6 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_seq_q": np.log2(sq), "log_seq_kv": np.log2(skv), "head_dim": d,
         "causal": causal.astype(np.float64), "elem_bytes": elem, "peak_flops": peak,
         "causal_fraction": pairs / (sq * skv), "kv_bytes_share": kv_bytes / nbytes,
-        "block_m": bm, "work_units": units, "waves": waves, "wave_efficiency": wave_eff,
+        "block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": stages, "work_units": units, "waves": waves, "wave_efficiency": wave_eff,
         "kv_fits_l2": (kv_bytes <= gpu["l2_bytes"]).astype(np.float64),
     }

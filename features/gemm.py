@@ -43,7 +43,9 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     hbm, hbn, hsplit = heuristic_tiles(m, n, k, batch, gpu["sm_count"])
     cfg = cols.get("config", np.full(len(m), None, dtype=object))
-    bm, bn, bk, split_k = config_values(cfg, ("block_m", "block_n", "block_k", "split_k"), (hbm, hbn, 64, hsplit))
+    bm, bn, bk, split_k, warps, stages, group_m = config_values(
+        cfg, ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m"),
+        (hbm, hbn, 64, hsplit, np.nan, np.nan, np.nan))              # NaN: the library chose
     tiles = np.ceil(m / bm) * np.ceil(n / bn) * batch * split_k
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     l2 = gpu["l2_bytes"]
@@ -54,9 +56,32 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_m": np.log2(m), "log_n": np.log2(n), "log_k": np.log2(k), "batch": batch,
         "elem_bytes": in_b, "out_bytes": out_b, "peak_flops": peak,
         "block_m": bm, "block_n": bn, "block_k": bk, "split_k": split_k,
+        "num_warps": warps, "num_stages": stages, "group_m": group_m,
         "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
         "k_iterations": np.ceil(k / split_k / bk),
         "m_padding": np.ceil(m / bm) * bm / m, "n_padding": np.ceil(n / bn) * bn / n,
         "weights_fit_l2": (b_bytes <= l2).astype(np.float64), "all_fit_l2": (nbytes <= l2).astype(np.float64),
         "ridge_ratio": (flops / nbytes) / (peak / gpu["memory_bandwidth_bps"]),
+        **alignment_features(m, n, k), **candidate_waves(m, n, k, batch, gpu["sm_count"]),
     }
+
+
+def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
+    """How each size sits against vector and tile widths: libraries pick other kernels for ragged sizes."""
+    out = {}
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        iv = v.astype(np.int64)
+        out[f"{name}_align"] = np.minimum(np.log2(iv & -iv), 7.0)          # 2^j dividing it, up to 128
+        out[f"{name}_mod128"] = (iv % 128) / 128
+        out[f"{name}_mod64"] = (iv % 64) / 64
+    return out
+
+
+def candidate_waves(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray,
+                    sm_count: np.ndarray) -> dict[str, np.ndarray]:
+    """Tile counts and waves of the common Hopper/Ampere tiles (whichever the library runs), operand sizes."""
+    t128 = np.ceil(m / 128) * np.ceil(n / 128) * batch
+    t256 = np.ceil(m / 128) * np.ceil(n / 256) * batch
+    return {"tiles_128x128": t128, "waves_128x128": np.ceil(t128 / sm_count),
+            "tiles_64x64": np.ceil(m / 64) * np.ceil(n / 64) * batch, "waves_128x256": np.ceil(t256 / sm_count),
+            "log_mn": np.log2(m * n), "log_mk": np.log2(m * k), "log_nk": np.log2(n * k)}

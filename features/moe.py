@@ -92,7 +92,10 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     tokens, hidden, ffn = (np.asarray(cols[k], dtype=np.float64) for k in ("tokens", "hidden", "ffn"))
     experts, top_k = np.asarray(cols["experts"], np.float64), np.asarray(cols["top_k"], np.float64)
     gated = np.asarray(cols["gated"], dtype=bool)
-    (block_m,) = config_values(cols.get("config", np.full(len(tokens), None, dtype=object)), ("block_m",), (DEFAULT_BLOCK_M,))
+    block_m, block_n, block_k, warps, stages = config_values(
+        cols.get("config", np.full(len(tokens), None, dtype=object)),
+        ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
+        (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan, np.nan))           # NaN: no config (torch loop, outside data)
     stats = _load_stats(cols, block_m)
     elem = lookup(cols["dtype"], "bytes")
     up_width = np.where(gated, 2 * ffn, ffn)            # up (+gate) GEMM output columns
@@ -118,5 +121,6 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
         "mean_tokens_per_expert": mean_load, "load_imbalance": stats["max_tokens_per_expert"] / mean_load,
         "padding_overhead": padded_flops / flops, "weight_bytes_share": weight_bytes / nbytes,
         "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
+        "block_m": block_m, "block_n": block_n, "block_k": block_k, "num_warps": warps, "num_stages": stages,
         "weights_fit_l2": (weight_bytes <= gpu["l2_bytes"]).astype(np.float64),
     }

@@ -14,7 +14,7 @@ from kernelcast.features.gemm import gemm_features
 from kernelcast.features.moe import moe_features
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
-FEATURE_VERSION = "1"
+FEATURE_VERSION = "2"
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 
 CATEGORICAL: dict[str, dict[str, tuple[str, ...]]] = {

@@ -13,24 +13,29 @@ GPU_FEATURES = ("gpu_sm_count", "gpu_boost_clock_hz", "gpu_memory_bandwidth_bps"
 PINNED = {
     "gemm": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                             "log_m", "log_n", "log_k", "batch", "elem_bytes", "out_bytes", "peak_flops", "block_m",
-                            "block_n", "block_k", "split_k", "tiles", "waves", "wave_efficiency", "k_iterations",
-                            "m_padding", "n_padding", "weights_fit_l2", "all_fit_l2", "ridge_ratio"),
+                            "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m", "tiles", "waves",
+                            "wave_efficiency", "k_iterations",
+                            "m_padding", "n_padding", "weights_fit_l2", "all_fit_l2", "ridge_ratio",
+                            "m_align", "m_mod128", "m_mod64", "n_align", "n_mod128", "n_mod64", "k_align", "k_mod128",
+                            "k_mod64", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
+                            "log_mk", "log_nk"),
     "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                                  "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
                                  "head_dim", "causal", "elem_bytes", "peak_flops", "causal_fraction",
-                                 "kv_bytes_share", "block_m", "work_units", "waves", "wave_efficiency", "kv_fits_l2"),
+                                 "kv_bytes_share", "block_m", "block_n", "num_warps", "num_stages", "work_units", "waves",
+                                 "wave_efficiency", "kv_fits_l2"),
     "moe": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                            "log_tokens", "hidden", "ffn", "experts", "top_k", "gated", "elem_bytes", "peak_flops",
                            "active_experts", "max_tokens_per_expert", "mean_tokens_per_expert", "load_imbalance",
                            "padding_overhead", "weight_bytes_share", "tiles", "waves", "wave_efficiency",
-                           "weights_fit_l2"),
+                           "block_m", "block_n", "block_k", "num_warps", "num_stages", "weights_fit_l2"),
 }
 
 
 @pytest.mark.parametrize("op", PINNED)
 def test_feature_names_and_order_are_pinned(op):
     # Changing these means bumping FEATURE_VERSION (shipped models pin both).
-    assert FEATURE_VERSION == "1"
+    assert FEATURE_VERSION == "2"
     assert feature_names(op) == PINNED[op]
 
 
@@ -50,6 +55,8 @@ def test_gemm_by_hand_on_h200():
     assert (f["block_m"], f["block_n"], f["split_k"], f["tiles"], f["waves"]) == (64, 64, 2, 128, 1)
     assert f["wave_efficiency"] == pytest.approx(128 / 132) and f["k_iterations"] == 32
     assert f["weights_fit_l2"] == 1.0 and f["gpu_sm_count"] == 132
+    assert (f["m_align"], f["n_align"], f["k_mod128"]) == (0, 7, 0)       # m=1 is odd; 4096 is 128-aligned
+    assert (f["tiles_128x128"], f["waves_128x128"], f["log_mn"]) == (32, 1, 12)
     assert (f["backend"], f["source"]) == ("cublas", "kernelcast")
 
 
@@ -60,6 +67,7 @@ def test_gemm_triton_config_sets_tiles():
     assert f["tiles"] == 8 * 16 * 2                               # ceil(1000/128)·ceil(1000/64)·split_k
     assert f["waves"] == 2 and f["wave_efficiency"] == pytest.approx(256 / 264)
     assert f["k_iterations"] == 4                                 # 512 / 2 / 64
+    assert (f["num_warps"], f["num_stages"], f["group_m"]) == (4, 3, 8)
     assert f["m_padding"] == pytest.approx(1024 / 1000)
 
 

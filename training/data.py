@@ -30,6 +30,12 @@ def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
     if not folder.is_dir() or not any(folder.rglob("*.parquet")):
         return None
     frame = read_dataset(datasets, op)
+    # labels are originals timed by the dataset's own timer: re-measurements (noise floor) and ncu's
+    # one-replay rows (metrics) sit beside them and are not training rows
+    if "repeat_of" in frame:
+        frame = frame[frame["repeat_of"].isna()]
+    if "timer" in frame:
+        frame = frame[frame["timer"].ne("ncu")]
     if "cache" in frame and frame["cache"].eq("cold").any():
         frame = frame[frame["cache"].eq("cold")]            # cold L2 is the label; warm rows are a recorded variant
     source = frame["source"].fillna("kernelcast") if "source" in frame else "kernelcast"
