@@ -1,4 +1,4 @@
-"""Prediction speed: warm predict_latency latency per op, and predict_many throughput.
+"""Analytical prediction speed: warm predict_latency latency per op, and predict_many throughput.
 
 Usage: python benchmarks/bench_predict.py [--rows 200000] [--calls 3000] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/bench_predict.json).
@@ -42,11 +42,11 @@ def random_rows(op: str, n: int, rng: np.random.Generator) -> pd.DataFrame:
 def bench_single(op: str, calls: int, rng) -> dict:
     rows = random_rows(op, calls, rng).to_dict("records")
     for row in rows[:50]:
-        predict_latency(row)                    # warm: imports, spec and model caches
+        predict_latency(row, model="analytical")          # warm: imports and spec caches
     times = []
     for row in rows:
         t0 = time.perf_counter()
-        predict_latency(row)
+        predict_latency(row, model="analytical")
         times.append(time.perf_counter() - t0)
     t = np.asarray(times) * 1e6
     return {"op": op, "calls": calls, "p50_us": float(np.median(t)), "p90_us": float(np.percentile(t, 90))}
@@ -54,9 +54,9 @@ def bench_single(op: str, calls: int, rng) -> dict:
 
 def bench_many(op: str, n: int, rng) -> dict:
     frame = random_rows(op, n, rng)
-    predict_many(frame.head(100))
+    predict_many(frame.head(100), model="analytical")
     t0 = time.perf_counter()
-    out = predict_many(frame)
+    out = predict_many(frame, model="analytical")
     seconds = time.perf_counter() - t0
     models = sorted(set(out["model"]))
     return {"op": op, "rows": n, "seconds": seconds, "rows_per_s": n / seconds, "models": models}
