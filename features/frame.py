@@ -54,17 +54,28 @@ def _choices(frame: pd.DataFrame, name: str, allowed: tuple, default: Any, out: 
     out[name] = col.astype(str)
 
 
+def _key(value: Any) -> tuple:
+    """A dict key telling apart values and their types (1, 1.0 and True differ); JSON for unhashables."""
+    try:
+        hash(value)
+        return type(value), value
+    except TypeError:
+        return type(value), json.dumps(value, default=str)
+
+
 def _per_unique(frame: pd.DataFrame, name: str, values: np.ndarray, check) -> np.ndarray:
     """Run a scalar check once per distinct value; errors name the first row holding it."""
-    keys = np.asarray([json.dumps(v, default=str) if not isinstance(v, str) else v for v in values])
-    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-    results = []
-    for u, i in zip(uniq, first):
-        try:
-            results.append(check(values[i], int(i)))
-        except ValueError as exc:
-            raise _row_error(frame.index, int(i), exc) from None
-    return np.asarray(results, dtype=object)[inv]
+    results: dict[tuple, Any] = {}
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        key = _key(value)
+        if key not in results:
+            try:
+                results[key] = check(value, i)
+            except ValueError as exc:
+                raise _row_error(frame.index, i, exc) from None
+        out[i] = results[key]
+    return out
 
 
 def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:

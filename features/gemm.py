@@ -62,8 +62,14 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
         "m_padding": np.ceil(m / bm) * bm / m, "n_padding": np.ceil(n / bn) * bn / n,
         "weights_fit_l2": (b_bytes <= l2).astype(np.float64), "all_fit_l2": (nbytes <= l2).astype(np.float64),
         "ridge_ratio": (flops / nbytes) / (peak / gpu["memory_bandwidth_bps"]),
-        **alignment_features(m, n, k), **candidate_waves(m, n, k, batch, gpu["sm_count"]),
     }
+
+
+def gemm_shape_features(cols, gpu) -> dict[str, np.ndarray]:
+    """What the learned model adds to ``gemm_features`` (the analytical model does not need them)."""
+    m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
+    return {**alignment_features(m, n, k),
+            **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"])}
 
 
 def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:

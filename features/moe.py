@@ -15,11 +15,11 @@ DEFAULT_BLOCK_M = 64
 def round_shares(shares: np.ndarray) -> np.ndarray:
     """Largest-remainder rounding of each row of non-negative shares to integers with the same sum."""
     floors = np.floor(shares)
-    left = np.rint(shares.sum(axis=1) - floors.sum(axis=1))[:, None]
+    left = np.rint(shares.sum(axis=1) - floors.sum(axis=1))
     order = np.argsort(floors - shares, axis=1, kind="stable")          # largest remainder first
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(shares.shape[1])[None, :].repeat(len(shares), 0), axis=1)
-    return (floors + (rank < left)).astype(np.int64)
+    bump = np.empty(shares.shape, dtype=bool)
+    bump[np.arange(len(shares))[:, None], order] = np.arange(shares.shape[1])[None, :] < left[:, None]
+    return (floors + bump).astype(np.int64)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -61,7 +61,7 @@ def _group_stats(tokens: np.ndarray, experts: int, top_k: int, dist: str, bm: fl
     else:
         counts = round_shares(tokens[:, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
     tiles = (-(-counts // int(bm))).sum(axis=1)
-    return np.stack([counts.max(axis=1), np.count_nonzero(counts, axis=1), tiles * bm, tiles])
+    return np.asarray([counts.max(axis=1), np.count_nonzero(counts, axis=1), tiles * bm, tiles])
 
 
 @functools.lru_cache(maxsize=65536)

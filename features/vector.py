@@ -10,7 +10,7 @@ import pandas as pd
 from kernelcast.features.attention import attention_features
 from kernelcast.features.common import GPU_COLUMNS, gpu_columns
 from kernelcast.features.desc import COLLECTIVES, LAYOUTS, OP_BACKENDS, OP_DTYPES, OUTSIDE_BACKENDS
-from kernelcast.features.gemm import gemm_features
+from kernelcast.features.gemm import gemm_features, gemm_shape_features
 from kernelcast.features.moe import moe_features
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
@@ -33,6 +33,8 @@ def _collective(cols, gpu):
 
 _OP_FEATURES = {"gemm": gemm_features, "attention": attention_features, "moe": moe_features,
                 "collective": _collective}
+#: features only the learned models read, skipped when only the analytical answer is wanted
+_LEARNED_ONLY = {"gemm": gemm_shape_features}
 
 #: one valid description per op, used to read off the feature names in order
 _EXAMPLES = {
@@ -51,11 +53,18 @@ def default_source(backend) -> np.ndarray:
     return np.where(np.isin(np.asarray(backend, dtype=object), OUTSIDE_BACKENDS), "aiconfigurator", "kernelcast")
 
 
-def feature_columns(cols: Mapping[str, object], op: str) -> dict[str, np.ndarray]:
-    """Numeric features (``feature_names(op)`` order) plus ``floor_us``, from description columns."""
+def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -> dict[str, np.ndarray]:
+    """Numeric features (``feature_names(op)`` order) plus ``floor_us``, from description columns.
+
+    ``learned=False`` leaves out what only the learned models read (the analytical model's inputs stay).
+    """
     gpu = gpu_columns(cols["gpu"])
     out = {f"gpu_{c}": gpu[c] for c in GPU_COLUMNS}
     out.update(_OP_FEATURES[op](cols, gpu))
+    if learned and op in _LEARNED_ONLY:
+        floor = out.pop("floor_us")
+        out.update(_LEARNED_ONLY[op](cols, gpu))
+        out["floor_us"] = floor
     return out
 
 

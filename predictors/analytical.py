@@ -33,9 +33,6 @@ TORCH_MOE_KERNELS_PER_EXPERT = 4.0
 #: uncalibrated analytical interval: the answer divided / multiplied by this factor
 INTERVAL_FACTOR = 2.0
 
-BOUNDS = np.asarray(["compute", "memory", "latency"], dtype=object)
-
-
 def assumptions(op: str) -> str:
     if op == "collective":
         return "NCCL 2.30.7 cost model (ring/tree x LL/LL128/Simple, per-architecture constants); NVLS off"
@@ -46,7 +43,7 @@ def assumptions(op: str) -> str:
 
 def _compute_efficiency(op: str, backend: np.ndarray, dtype: np.ndarray) -> np.ndarray:
     table = COMPUTE_EFFICIENCY[op]
-    eff = np.asarray([table[b] for b in backend]) if len(set(backend)) > 1 else np.full(len(backend), table[backend[0]])
+    eff = np.asarray([table[b] for b in backend]) if len(backend) > 1 else np.asarray([table[backend[0]]])
     if op == "gemm":
         eff = np.where(np.asarray(dtype) == "fp32", FP32_SIMT_EFFICIENCY, eff)
     return eff
@@ -68,7 +65,8 @@ def predict_columns(cols, op: str, features: dict | None = None) -> dict[str, np
             kernels = np.where(backend == "torch", 2 + TORCH_MOE_KERNELS_PER_EXPERT * f["active_experts"], kernels)
         t_fixed = np.broadcast_to(KERNEL_FLOOR_US * kernels, t_compute.shape)
         latency = np.maximum(t_compute, t_memory) + t_fixed
-        bound = BOUNDS[np.argmax(np.stack([t_compute, t_memory, t_fixed]), axis=0)]
+        bound = np.where(t_fixed > np.maximum(t_compute, t_memory), "latency",
+                         np.where(t_memory > t_compute, "memory", "compute")).astype(object)
     return {"latency_us": latency, "low_us": np.maximum(f["floor_us"], latency / INTERVAL_FACTOR),
             "high_us": latency * INTERVAL_FACTOR, "floor_us": f["floor_us"], "bound": bound}
 

@@ -50,23 +50,22 @@ def _check_model(model: str) -> None:
 
 
 def _predict_op(cols: Mapping[str, np.ndarray], op: str, model_choice: str = "auto") -> dict[str, np.ndarray]:
-    feats = feature_columns(cols, op)
+    model = _learned(op) if model_choice == "auto" else None
+    covered = model.covers(cols) if model is not None else np.zeros(1, dtype=bool)
+    feats = feature_columns(cols, op, learned=bool(covered.any()))
     out = analytical.predict_columns(cols, op, feats)
     n = len(out["latency_us"])
     out["model"] = np.full(n, "analytical", dtype=object)
     out["in_distribution"] = np.zeros(n, dtype=bool)
-    model = _learned(op) if model_choice == "auto" else None
-    if model is not None:
-        covered = model.covers(cols)
-        if covered.any():
-            idx = np.flatnonzero(covered)
-            # description columns give the categorical inputs, the features the numeric ones
-            p50, low, high = model.predict({k: np.asarray(v)[idx] for k, v in {**cols, **feats}.items()})
-            for key, value in (("latency_us", p50), ("low_us", low), ("high_us", high)):
-                out[key] = np.asarray(out[key], dtype=np.float64).copy()
-                out[key][idx] = value
-            out["model"][idx] = model.name
-            out["in_distribution"][idx] = True
+    if covered.any():
+        idx = np.flatnonzero(covered)
+        # description columns give the categorical inputs, the features the numeric ones
+        p50, low, high = model.predict({k: np.asarray(v)[idx] for k, v in {**cols, **feats}.items()})
+        for key, value in (("latency_us", p50), ("low_us", low), ("high_us", high)):
+            out[key] = np.asarray(out[key], dtype=np.float64).copy()
+            out[key][idx] = value
+        out["model"][idx] = model.name
+        out["in_distribution"][idx] = True
     return out
 
 

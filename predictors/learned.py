@@ -123,6 +123,7 @@ class LearnedModel:
     manifest: dict
     booster: Any
     quantile_booster: Any
+    threads: int = 0                      # the nthread both boosters were last set to (0: never)
 
     @property
     def name(self) -> str:
@@ -143,8 +144,10 @@ class LearnedModel:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
         x = feature_matrix(features, self.op)
         threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
-        for booster in (self.booster, self.quantile_booster):
-            booster.set_param({"nthread": threads})
+        if threads != self.threads:          # set_param drops XGBoost's predictor cache: only on a change
+            for booster in (self.booster, self.quantile_booster):
+                booster.set_param({"nthread": threads})
+            self.threads = threads
         point = self.booster.inplace_predict(x)
         quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
         return to_latency(np.asarray(features["floor_us"], dtype=np.float64), point, quantiles,
