@@ -83,7 +83,7 @@ def predict_latency(desc: Mapping[str, Any], model: str = "auto") -> Prediction:
     model = str(out["model"][0])
     return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
                       float(out["floor_us"][0]), str(out["bound"][0]), model, bool(out["in_distribution"][0]),
-                      analytical.assumptions(d.op) if model == "analytical" else model)
+                      analytical.assumptions(d.op) if model == "analytical" else _learned(d.op).assumptions)
 
 
 def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], model: str = "auto") -> pd.DataFrame:

@@ -129,6 +129,12 @@ class LearnedModel:
     def name(self) -> str:
         return f"learned:{self.op}@{self.manifest['data_fingerprint'][:8]}"
 
+    @property
+    def assumptions(self) -> str:
+        m = self.manifest
+        return (f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
+                f"(feature version {m['feature_version']}); 80% interval split-conformal calibrated")
+
     def covers(self, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
         """In distribution: (GPU, backend, dtype) seen in training, every range column inside its trained range."""
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))

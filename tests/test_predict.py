@@ -91,3 +91,13 @@ def test_model_choice_is_checked_and_analytical_is_forced():
         _predict_latency({**GEMM, "m": 8, "n": 8, "k": 8}, model="magic")
     forced = predict_many([{**GEMM, "m": 4096, "n": 4096, "k": 4096}], model="analytical")
     assert list(forced["model"]) == ["analytical"]
+
+
+def test_learned_answers_say_where_they_come_from():
+    pytest.importorskip("xgboost")
+    p = _predict_latency({**GEMM, "m": 4096, "n": 4096, "k": 4096})
+    assert p.model.startswith("learned:gemm@") and p.in_distribution
+    assert "split-conformal" in p.assumptions and p.low_us <= p.latency_us <= p.high_us
+    # an A100 fp32 GEMM: no learned model saw it, the analytical model answers and says so
+    q = _predict_latency({**GEMM, "gpu": "A100", "dtype": "fp32", "m": 4096, "n": 4096, "k": 4096})
+    assert (q.model, q.in_distribution) == ("analytical", False) and "dense peak" in q.assumptions
