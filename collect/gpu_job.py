@@ -1,8 +1,8 @@
 """The GPU job: warm up, measure a plan over the given GPUs (one process each, restarted on a crash), run an ncu batch, write parquet + logs.
 
     python3 -m kernelcast.collect.gpu_job --sweeps gemm_cublas,gemm_triton,attention,moe \
-        --out /tmp/kc --gpus 0,1 --budget-s 480          # rerun with the same --out to resume
-    python3 -m kernelcast.collect.gpu_job --out /tmp/kc --gpus 0,1 --no-cupti --ncu-count 1000
+        --out DIR --gpus 0,1 --budget-s 480          # rerun with the same --out to resume
+    python3 -m kernelcast.collect.gpu_job --out DIR --gpus 0,1 --no-cupti --ncu-count 1000
 
 Resumable: rows already in ``OUT/<op>/*.parquet`` for this plan are skipped; a batch that
 kills its process is re-run one description at a time, and a description that kills it

@@ -78,12 +78,16 @@ def _train(args: argparse.Namespace) -> int:
                   f"{result['seconds']}s; frozen-split coverage raw {result['coverage']['coverage_raw']:.3f} -> "
                   f"calibrated {result['coverage']['coverage_calibrated']:.3f}; champion: {result['champion']}; "
                   f"exported: {', '.join(result['exported']) or 'no'}")
-            _print_table(_side(result["table"], "gpu"), ["gpu", "n", "learned_mape", "analytical_mape",
-                                                         "learned_median_ape", "analytical_median_ape",
-                                                         "learned_p90_ape", "learned_coverage"])
+            _print_side(result["table"], "gpu")
     if args.json:
         print(json.dumps(results, indent=1, default=str))
     return 0
+
+
+def _print_side(rows, by: str) -> None:
+    """Learned beside analytical, one line per ``by`` group."""
+    _print_table(_side(rows, by), [by, "n", "learned_mape", "analytical_mape", "learned_median_ape",
+                                   "analytical_median_ape", "learned_p90_ape", "learned_coverage"])
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -97,9 +101,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"\n{cfg.op} {args.split}: {result['rows']:,} rows, {len(result['folds'])} folds, "
                   f"{result['seconds']}s; held-out coverage raw {result['coverage']['coverage_raw']:.3f} -> "
                   f"calibrated {result['coverage']['coverage_calibrated']:.3f}")
-            _print_table(_side(result["by_fold"], "fold"), ["fold", "n", "learned_mape", "analytical_mape",
-                                                            "learned_median_ape", "analytical_median_ape",
-                                                            "learned_p90_ape", "learned_coverage"])
+            _print_side(result["by_fold"], "fold")
     if args.json:
         print(json.dumps(results, indent=1, default=str))
     return 0
