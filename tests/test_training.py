@@ -18,7 +18,7 @@ try:
 except ImportError:
     pytest.skip("aiconfigurator-core not installed (pip install 'kernelcast[outside]')", allow_module_level=True)
 
-from kernelcast.features.vector import build_features  # noqa: E402
+from kernelcast.features.vector import FEATURE_VERSION, build_features  # noqa: E402
 from kernelcast.training import data, evaluate, splits  # noqa: E402
 from kernelcast.training.xgb import LatencyRegressor  # noqa: E402
 
@@ -152,7 +152,7 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
                                        "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01}}))
     assert worse["champion"] is False and worse["exported"] == []
     runs = tracking.search(["gemm"])
-    assert len(runs) == 2 and set(runs["tags.feature_version"]) == {"1"}
+    assert len(runs) == 2 and set(runs["tags.feature_version"]) == {FEATURE_VERSION}
     assert "metrics.random.gpu.l40s.analytical.mape" in runs
     client = tracking.setup()
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
