@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.vector import build_features
+from kernelcast.training import data
 
 REPO = Path(__file__).resolve().parent.parent
 DESC_COLUMNS = ["op", "gpu", "dtype", "backend", "collective", "bytes", "ranks", "ranks_per_node", "in_place"]
@@ -25,18 +26,10 @@ XGB_PARAMS = {"n_estimators": 600, "max_depth": 5, "learning_rate": 0.05, "subsa
 
 
 def load_rows(ours: Path = REPO / "datasets" / "collective") -> pd.DataFrame:
-    """Our measured rows (ok, first measurement only) + aiconfigurator-core's NCCL tables (from the package)."""
-    from kernelcast.collect.dataset import parquet_files, read_table
-    from kernelcast.collect.importers.aiconfigurator import choose, data_root, discover, import_op
-
-    files = parquet_files([ours]) if ours.exists() else []
-    mine = read_table(files).to_pandas() if files else pd.DataFrame(columns=DESC_COLUMNS)
-    mine = mine[(mine["status"] == "ok") & mine["repeat_of"].isna()] if len(mine) else mine
-    chosen, _ = choose(discover(data_root()))
-    outside, _ = import_op("collective", [f for f in chosen if f.op == "collective"])
+    """Our measured rows (ok, first measurement only) + aiconfigurator-core's NCCL tables (training's loader)."""
+    frame = data.load_rows("collective", datasets=ours.parent)
     keep = DESC_COLUMNS + ["latency_us", "source", "nccl"]
-    frame = pd.concat([mine[keep], outside[outside["status"] == "ok"][keep]], ignore_index=True)
-    return frame.astype({"bytes": "int64", "ranks": "int64", "ranks_per_node": "int64", "in_place": bool})
+    return frame[keep].astype({"bytes": "int64", "ranks": "int64", "ranks_per_node": "int64", "in_place": bool})
 
 
 def with_features(frame: pd.DataFrame) -> pd.DataFrame:

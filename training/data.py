@@ -15,7 +15,7 @@ DATASETS = REPO / "datasets"
 #: row sources training can use: our own measurements and the aiconfigurator-core import
 SOURCES = ("kernelcast", "aiconfigurator")
 #: columns kept beside the description fields
-KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source")
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl")
 
 
 def _check_op(op: str) -> None:
