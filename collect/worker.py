@@ -195,6 +195,7 @@ class WorkerPool:
         elif msg[0] == "fail":
             return self._failure(w, msg[1], msg[2])
         elif w.state == "busy":
+            w.proc.join(timeout=5)          # its pipe closes before it is reaped: wait for the exit code
             return self._failure(w, "cuda_fatal", f"worker process died (exit code {w.proc.exitcode}); restarted")
         elif w.state == "idle":
             self._restart(w)
