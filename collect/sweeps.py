@@ -170,10 +170,6 @@ def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, toke
 LAYER_MOE_CONFIG = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}
 
 
-def model_names() -> list[str]:
-    return list(_models_data())
-
-
 def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1,
                 dtype: str = "bf16") -> list[tuple[str, dict]]:
     """Every kernel of one decoder layer of a ``models.toml`` model, as (layer name, description).

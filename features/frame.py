@@ -63,7 +63,7 @@ def _key(value: Any) -> tuple:
         return type(value), json.dumps(value, default=str)
 
 
-def _per_unique(frame: pd.DataFrame, name: str, values: np.ndarray, check) -> np.ndarray:
+def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
     """Run a scalar check once per distinct value; errors name the first row holding it."""
     results: dict[tuple, Any] = {}
     out = np.empty(len(values), dtype=object)
@@ -78,14 +78,19 @@ def _per_unique(frame: pd.DataFrame, name: str, values: np.ndarray, check) -> np
     return out
 
 
+def _gpu_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise D.field_error("gpu", value, "a GPU name from `kernelcast gpus`")
+    return resolve_gpu_name(value)
+
+
 def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     gpus = _column(frame, "gpu", None)
-    out["gpu"] = _per_unique(frame, "gpu", gpus, lambda v, i: resolve_gpu_name(v) if isinstance(v, str)
-                             else (_ for _ in ()).throw(D.field_error("gpu", v, "a GPU name from `kernelcast gpus`")))
+    out["gpu"] = _per_unique(frame, gpus, lambda v, i: _gpu_name(v))
     _choices(frame, "dtype", D.OP_DTYPES[op], None, out)
     pairs = np.asarray([f"{g}|{t}" for g, t in zip(out["gpu"], out["dtype"])], dtype=object)
-    _per_unique(frame, "dtype", pairs, lambda v, i: D.check_dtype_on_gpu(op, *v.split("|")))
+    _per_unique(frame, pairs, lambda v, i: D.check_dtype_on_gpu(op, *v.split("|")))
     _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
     for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
         if name == "out_dtype":
@@ -111,13 +116,13 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
             i = int(np.argmin(ok))
             row = {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in out.items()}
             raise _row_error(frame.index, i, D.field_error(rule.field, row[rule.field], rule.allowed(row)))
-    out["config"] = _per_unique(frame, "config", _column(frame, "config", None),
+    out["config"] = _per_unique(frame, _column(frame, "config", None),
                                 lambda v, i: _config_json(v, op, out["backend"][i]))
     if op == "moe":
         dist = _column(frame, "distribution", "balanced")
         keyed = np.empty(len(dist), dtype=object)
         keyed[:] = list(zip(dist, out["tokens"].tolist(), out["experts"].tolist(), out["top_k"].tolist()))
-        out["distribution"] = _per_unique(frame, "distribution", keyed, lambda v, i: _dist_json(*v))
+        out["distribution"] = _per_unique(frame, keyed, lambda v, i: _dist_json(*v))
     return out
 
 
