@@ -227,6 +227,7 @@ def _torch_facts() -> dict[str, str | None]:
 def provenance(source: str, method: str) -> dict[str, str | None]:
     """Where a row comes from: GPU, driver, CUDA/torch/triton/NCCL versions, code revision, host, time.
 
+    ``KERNELCAST_GIT_REV`` names the revision where the tree travels without ``.git`` (a lent GPU host).
     torch is imported only on a GPU host (an NVIDIA driver or /dev/kfd) or when already loaded;
     elsewhere its CUDA facts are None and its version comes from the package metadata.
     """
@@ -238,5 +239,5 @@ def provenance(source: str, method: str) -> dict[str, str | None]:
     repo = Path(__file__).resolve().parent.parent
     return {"source": source, **facts, "driver": driver, "torch": _dist_version("torch"),
             "triton": _dist_version("triton"), "collector_version": kernelcast.__version__,
-            "git_rev": _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
+            "git_rev": os.environ.get("KERNELCAST_GIT_REV") or _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
             "host": socket.gethostname(), "time": utc_now(), "method": method}

@@ -135,6 +135,11 @@ def test_provenance_fields():
     assert prov["collector_version"] and prov["host"] and prov["time"].endswith("+00:00")
 
 
+def test_provenance_git_rev_from_env_where_no_git_travels(monkeypatch):
+    monkeypatch.setenv("KERNELCAST_GIT_REV", "0123abc")
+    assert dataset.provenance("kernelcast", "synthetic")["git_rev"] == "0123abc"
+
+
 def test_merge_keeps_ncu_rows_beside_cupti_rows_and_fills_model_tags(tmp_path):
     shard = tmp_path / "shard" / "gemm" / "kernelcast_h200_sxm_20261129_s000of001.parquet"
     cupti = synthetic_row(m=64, latency=10.0)
