@@ -6,6 +6,7 @@ import json
 from typing import Mapping
 
 import numpy as np
+import pandas as pd
 
 from kernelcast.features.desc import DTYPE_BYTES, DTYPE_PEAK
 from kernelcast.features.gpu import get_gpu
@@ -23,7 +24,8 @@ def _unique(values) -> tuple[np.ndarray, np.ndarray]:
         arr = arr.reshape(1)
     if len(arr) == 1 or (len(arr) and (arr == arr[0]).all()):            # one GPU/dtype per call is the common case
         return arr[:1], np.zeros(len(arr), dtype=np.intp)
-    return np.unique(arr.astype(str), return_inverse=True)
+    codes, uniq = pd.factorize(arr.astype(str))               # hashed: no sort of every row
+    return np.asarray(uniq, dtype=object), codes
 
 
 def lookup(values, table: str) -> np.ndarray:

@@ -31,23 +31,35 @@ def _column(frame: pd.DataFrame, name: str, default: Any) -> np.ndarray:
 def _ints(frame: pd.DataFrame, op: str, out: dict) -> None:
     for name, spec in D.FIELDS[op].items():
         default = spec.default if not (op == "collective" and name == "ranks_per_node") else None
-        raw = _column(frame, name, default)
+        typed = name in frame and frame[name].dtype.kind in "iuf"    # numbers by dtype: no per-value type check
+        if typed:
+            values = frame[name].to_numpy(dtype=np.float64, copy=True)
+            values[np.isnan(values)] = np.nan if default is None else default
+        else:
+            raw = _column(frame, name, default)
+            values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64, copy=True)
         if op == "collective" and name == "ranks_per_node":
-            missing = pd.isna(pd.Series(raw)).to_numpy()
-            raw[missing] = out["ranks"][missing]
-        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+            missing = np.isnan(values) if typed else pd.isna(pd.Series(raw)).to_numpy()
+            values[missing] = out["ranks"][missing]
+            if not typed:
+                raw[missing] = out["ranks"][missing]
         bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < spec.lo) | (values > spec.hi)
-        bad |= np.asarray([isinstance(v, bool) or not isinstance(v, (int, float, np.number)) for v in raw])
+        if not typed:
+            bad |= np.asarray([isinstance(v, bool) or not isinstance(v, (int, float, np.number)) for v in raw])
         if bad.any():
             i = int(np.argmax(bad))
-            raise _row_error(frame.index, i, D.field_error(name, raw[i], f"an integer in [{spec.lo}, {spec.hi}]"))
+            value = raw[i] if not typed else (None if np.isnan(values[i]) else frame[name].iloc[i].item())
+            raise _row_error(frame.index, i, D.field_error(name, value, f"an integer in [{spec.lo}, {spec.hi}]"))
         out[name] = values.astype(np.int64)
 
 
 def _choices(frame: pd.DataFrame, name: str, allowed: tuple, default: Any, out: dict) -> None:
     col = _column(frame, name, default)
-    allowed_set = set(allowed)
-    bad = np.fromiter((not (isinstance(v, str) and v in allowed_set) for v in col), bool, len(col))
+    if pd.api.types.infer_dtype(col, skipna=False) == "string":            # the usual case, hashed in C
+        bad = ~pd.Series(col).isin(allowed).to_numpy()
+    else:
+        allowed_set = set(allowed)
+        bad = np.fromiter((not (isinstance(v, str) and v in allowed_set) for v in col), bool, len(col))
     if bad.any():
         i = int(np.argmax(bad))
         raise _row_error(frame.index, i, D.field_error(name, col[i], "one of " + ", ".join(allowed)))
@@ -65,6 +77,16 @@ def _key(value: Any) -> tuple:
 
 def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
     """Run a scalar check once per distinct value; errors name the first row holding it."""
+    if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty"):   # one type: hash in C
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        first = np.unique(codes, return_index=True)[1]
+        results = np.empty(len(uniques), dtype=object)
+        for code, i in enumerate(first):
+            try:
+                results[code] = check(values[i], int(i))
+            except ValueError as exc:
+                raise _row_error(frame.index, int(i), exc) from None
+        return results[codes]
     results: dict[tuple, Any] = {}
     out = np.empty(len(values), dtype=object)
     for i, value in enumerate(values):
@@ -89,12 +111,12 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
     gpus = _column(frame, "gpu", None)
     out["gpu"] = _per_unique(frame, gpus, lambda v, i: _gpu_name(v))
     _choices(frame, "dtype", D.OP_DTYPES[op], None, out)
-    pairs = np.asarray([f"{g}|{t}" for g, t in zip(out["gpu"], out["dtype"])], dtype=object)
+    pairs = (pd.Series(out["gpu"], dtype=object) + "|" + pd.Series(out["dtype"], dtype=object)).to_numpy(dtype=object)
     _per_unique(frame, pairs, lambda v, i: D.check_dtype_on_gpu(op, *v.split("|")))
     _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
     for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
         if name == "out_dtype":
-            default_col = np.asarray([D.default_out_dtype(x) for x in out["dtype"]], dtype=object)
+            default_col = pd.Series(out["dtype"]).map({d: D.default_out_dtype(d) for d in set(out["dtype"])}).to_numpy(object)
             col = _column(frame, name, None)
             missing = pd.isna(pd.Series(col)).to_numpy()
             col[missing] = default_col[missing]
@@ -102,7 +124,8 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
         _choices(frame, name, allowed, default, out)
     for name, default in _BOOL_FIELDS.get(op, {}).items():
         col = _column(frame, name, default)
-        bad = np.asarray([not isinstance(v, (bool, np.bool_)) for v in col])
+        typed = name in frame and frame[name].dtype == bool
+        bad = np.zeros(len(col), bool) if typed else np.asarray([not isinstance(v, (bool, np.bool_)) for v in col])
         if bad.any():
             i = int(np.argmax(bad))
             raise _row_error(frame.index, i, D.field_error(name, col[i], "true or false"))
@@ -120,9 +143,16 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
                                 lambda v, i: _config_json(v, op, out["backend"][i]))
     if op == "moe":
         dist = _column(frame, "distribution", "balanced")
-        keyed = np.empty(len(dist), dtype=object)
-        keyed[:] = list(zip(dist, out["tokens"].tolist(), out["experts"].tolist(), out["top_k"].tolist()))
-        out["distribution"] = _per_unique(frame, keyed, lambda v, i: _dist_json(*v))
+        named = np.asarray([isinstance(v, str) and not v.startswith("[") for v in dist], dtype=bool)
+        out["distribution"] = np.empty(len(dist), dtype=object)
+        # a named distribution does not depend on the row's sizes: checked once per name
+        out["distribution"][named] = _per_unique(frame.iloc[named], dist[named], lambda v, i: _dist_json(v, 1, 1, 1))
+        if not named.all():
+            rest = ~named
+            keyed = np.empty(int(rest.sum()), dtype=object)
+            keyed[:] = list(zip(dist[rest], out["tokens"][rest].tolist(), out["experts"][rest].tolist(),
+                                out["top_k"][rest].tolist()))
+            out["distribution"][rest] = _per_unique(frame.iloc[rest], keyed, lambda v, i: _dist_json(*v))
     return out
 
 

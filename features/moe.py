@@ -56,12 +56,13 @@ def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.nda
 
 def _group_stats(tokens: np.ndarray, experts: int, top_k: int, dist: str, bm: float) -> np.ndarray:
     """max load, active experts, padded rows and m-tiles for rows sharing everything but tokens."""
+    uniq, inverse = np.unique(tokens, return_inverse=True)          # batches repeat token counts: round once each
     if dist.startswith("["):
-        counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(tokens), 0)
+        counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(uniq), 0)
     else:
-        counts = round_shares(tokens[:, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
+        counts = round_shares(uniq[:, None] * unit_shares(int(experts), int(top_k), dist)[None, :])
     tiles = (-(-counts // int(bm))).sum(axis=1)
-    return np.asarray([counts.max(axis=1), np.count_nonzero(counts, axis=1), tiles * bm, tiles])
+    return np.asarray([counts.max(axis=1), np.count_nonzero(counts, axis=1), tiles * bm, tiles])[:, inverse]
 
 
 @functools.lru_cache(maxsize=65536)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, default_source, feature_names
+from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
 #: description columns whose trained range bounds what a model covers, per op
@@ -30,6 +31,9 @@ RANGE_COLUMNS = {"gemm": ("m", "n", "k", "batch"),
 MANIFEST_FORMAT = 1
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
+#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's ~1 ms fixed cost per call
+#: for our deep GEMM trees is more than numpy's walk of 16 rows (benchmarks/bench_learned.py)
+NUMPY_ROWS = 16
 
 
 def matrix_columns(op: str) -> list[str]:
@@ -64,7 +68,7 @@ def _codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
         values = np.asarray(values, dtype=object)
     lookup = {c: float(i) for i, c in enumerate(cats)}
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
-    uniq, inverse = np.unique(values.astype(str), return_inverse=True)
+    inverse, uniq = pd.factorize(values.astype(str))
     return np.asarray([lookup.get(u, np.nan) for u in uniq], dtype=np.float32)[inverse]
 
 
@@ -123,6 +127,7 @@ class LearnedModel:
     manifest: dict
     booster: Any
     quantile_booster: Any
+    forest: Forest                        # both boosters' trees for numpy walks of a few rows
     threads: int = 0                      # the nthread both boosters were last set to (0: never)
 
     @property
@@ -149,13 +154,17 @@ class LearnedModel:
     def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
         x = feature_matrix(features, self.op)
-        threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
-        if threads != self.threads:          # set_param drops XGBoost's predictor cache: only on a change
-            for booster in (self.booster, self.quantile_booster):
-                booster.set_param({"nthread": threads})
-            self.threads = threads
-        point = self.booster.inplace_predict(x)
-        quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
+        if len(x) <= NUMPY_ROWS:
+            margins = self.forest.predict(x)
+            point, quantiles = margins[:, 0], margins[:, 1:]
+        else:
+            threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
+            if threads != self.threads:          # set_param drops XGBoost's predictor cache: only on a change
+                for booster in (self.booster, self.quantile_booster):
+                    booster.set_param({"nthread": threads})
+                self.threads = threads
+            point = self.booster.inplace_predict(x)
+            quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
         return to_latency(np.asarray(features["floor_us"], dtype=np.float64), point, quantiles,
                           row_offsets(x, self.op, self.manifest["conformal"]))
 
@@ -178,7 +187,7 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
                       "analytical (pip install 'kernelcast[train]')", RuntimeWarning, stacklevel=3)
         return None
     boosters = [xgb.Booster(model_file=str(Path(model_dir) / f"{op}{suffix}.ubj")) for suffix in ("", ".quantile")]
-    return LearnedModel(op, manifest, *boosters)
+    return LearnedModel(op, manifest, *boosters, Forest.from_boosters(*boosters))
 
 
 def load_model(op: str, model_dir: str | Path | None = None) -> LearnedModel | None:

@@ -162,3 +162,9 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     model = load_model("gemm", tmp_path / "models")
     manifest = json.loads((tmp_path / "models" / "gemm.json").read_text())
     assert manifest["data_fingerprint"] == first["data_fingerprint"] and model.name.startswith("learned:gemm@")
+    forced = run.train(run.RunConfig(**{**run.config_dict(cfg), "outside": outside, "datasets": tmp_path,
+                                        "model_dir": tmp_path / "models", "force_promote": True,
+                                        "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01}}))
+    assert forced["champion"] is True and forced["exported"]            # not better, promoted on request
+    assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "3"
+    assert client.get_run(forced["run_id"]).data.tags["promotion"] == "forced"

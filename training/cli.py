@@ -25,6 +25,9 @@ def add_parsers(subparsers) -> None:
         p.add_argument("--max-train-rows", type=int, default=200_000, help="training rows per fold (subsampled)")
         p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow (train then always exports)")
         p.add_argument("--json", action="store_true", help="print results as JSON")
+        if name == "train":
+            p.add_argument("--force-promote", action="store_true",
+                           help="make this run the champion even without a lower MAPE (tagged promotion=forced)")
         p.set_defaults(func=_train if name == "train" else _evaluate)
     d = subparsers.add_parser("dashboard", help="per-architecture error table from the MLflow runs")
     d.add_argument("--op", default="all", choices=(*OPS, "all"))
@@ -42,7 +45,8 @@ def _configs(args: argparse.Namespace):
 
     sources = (args.source,) if args.source else SOURCES
     return [RunConfig(op, sources=sources, dtype=args.dtype, backend=args.backend,
-                      max_train_rows=args.max_train_rows, log_mlflow=not args.no_mlflow) for op in _ops(args.op)]
+                      max_train_rows=args.max_train_rows, log_mlflow=not args.no_mlflow,
+                      force_promote=getattr(args, "force_promote", False)) for op in _ops(args.op)]
 
 
 def _fmt(x) -> str:

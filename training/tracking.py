@@ -100,6 +100,10 @@ def promote(op: str, version: str) -> None:
     setup().set_registered_model_alias(experiment_name(op), "champion", version)
 
 
+def tag_run(run_id: str, key: str, value: str) -> None:
+    setup().set_tag(run_id, key, value)
+
+
 def search(ops) -> Any:
     """All finished runs of the given ops' experiments (pandas frame from mlflow.search_runs)."""
     import mlflow

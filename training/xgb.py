@@ -25,7 +25,7 @@ class LatencyRegressor:
 
     def __init__(self, op: str, n_estimators: int = 300, max_depth: int = 8, learning_rate: float = 0.1,
                  subsample: float = 0.8, colsample_bytree: float = 0.8, min_child_weight: float = 1.0,
-                 max_bin: int = 256, quantile_estimators: int = 150, quantile_depth: int = 6, quantiles: tuple = (0.1, 0.9),
+                 max_bin: int = 256, quantile_estimators: int = 40, quantile_depth: int = 5, quantiles: tuple = (0.1, 0.9),
                  coverage: float = 0.8, calibration_percent: int = 20, n_jobs: int = 2, random_state: int = 0):
         self.op = op                                  # op family: fixes the feature columns
         self.n_estimators = n_estimators              # boosting rounds of the point model

@@ -1,0 +1,71 @@
+"""The numpy tree walk (predictors/trees.py) gives XGBoost's margins: shipped models on real rows,
+and a small model trained here on synthetic data with categorical splits, missing values and invalid codes."""
+import numpy as np
+import pandas as pd
+import pytest
+
+xgb = pytest.importorskip("xgboost")
+
+from kernelcast.features.vector import feature_columns  # noqa: E402
+from kernelcast.predictors.learned import NUMPY_ROWS, feature_matrix, load_model  # noqa: E402
+from kernelcast.predictors.trees import Forest  # noqa: E402
+from kernelcast.training.data import load_rows  # noqa: E402
+
+
+def _xgb_margins(*boosters, x):
+    return np.column_stack([np.asarray(b.inplace_predict(x)).reshape(len(x), -1) for b in boosters])
+
+
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "collective"])
+def test_forest_equals_xgboost_on_shipped_models_and_real_rows(op):
+    model = load_model(op)
+    rows = load_rows(op, sources=("kernelcast",))
+    rows = rows.sample(min(400, len(rows)), random_state=0)
+    cols = {c: rows[c].to_numpy() for c in rows}
+    x = feature_matrix({**cols, **feature_columns(cols, op)}, op)
+    want = _xgb_margins(model.booster, model.quantile_booster, x=x)
+    assert np.abs(model.forest.predict(x) - want).max() < 1e-4
+    one = model.predict({k: v[:1] for k, v in {**cols, **feature_columns(cols, op)}.items()})   # the numpy path
+    assert NUMPY_ROWS >= 1 and np.isfinite(one[0]).all()
+
+
+def test_forest_categorical_missing_and_invalid_codes_match_xgboost():
+    # synthetic data (a unit test of the walk's semantics, not a measurement)
+    rng = np.random.default_rng(0)
+    n = 4000
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 6, n), rng.normal(size=n)]).astype(np.float32)
+    x[rng.random(n) < 0.1, 0] = np.nan
+    y = np.where(np.isin(x[:, 1], [1, 4]), 2.0, -1.0) + np.nan_to_num(x[:, 0]) + 0.1 * x[:, 2]
+    dm = xgb.DMatrix(x, label=y, feature_types=["q", "c", "q"], enable_categorical=True)
+    point = xgb.train({"max_depth": 5, "max_cat_to_onehot": 1, "tree_method": "hist"}, dm, 30)
+    quant = xgb.train({"max_depth": 3, "max_cat_to_onehot": 1, "tree_method": "hist", "objective": "reg:quantileerror",
+                       "quantile_alpha": [0.1, 0.9]}, dm, 10)
+    forest = Forest.from_boosters(point, quant)
+    assert len(forest.set_feature) > 0                      # categorical splits were learned
+    probe = x[:300].copy()
+    probe[:20, 1] = np.nan                                  # missing category
+    probe[20:40, 1] = 7                                     # a code never seen in training
+    probe[40:50, 1] = -1                                    # an invalid code
+    want = _xgb_margins(point, quant, x=probe)
+    assert forest.predict(probe).shape == (300, 3)
+    assert np.abs(forest.predict(probe) - want).max() < 1e-5
+
+
+def test_forest_rejects_wrong_width():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 3)).astype(np.float32)
+    booster = xgb.train({"max_depth": 2}, xgb.DMatrix(x, label=x[:, 0]), 3)
+    with pytest.raises(ValueError, match=r"x must be \(rows, 3\); got shape \(1, 2\)"):
+        Forest.from_boosters(booster).predict(np.zeros((1, 2), np.float32))
+
+
+def test_learned_one_row_path_equals_batch_path():
+    model = load_model("gemm")
+    rows = load_rows("gemm", sources=("kernelcast",)).sample(40, random_state=2)
+    cols = {c: rows[c].to_numpy() for c in rows}
+    feats = {**cols, **feature_columns(cols, "gemm")}
+    batch = np.column_stack(model.predict(feats))                                   # XGBoost (40 > NUMPY_ROWS rows)
+    singles = np.vstack([np.column_stack(model.predict({k: v[i:i + 1] for k, v in feats.items()})) for i in range(40)])
+    assert len(rows) > NUMPY_ROWS
+    np.testing.assert_allclose(singles, batch, rtol=1e-4)
+    assert not pd.isna(singles).any()
