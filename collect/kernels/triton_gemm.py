@@ -13,6 +13,16 @@ import triton.language as tl
 _RUNTIME = ["M", "split_blocks"]
 
 
+@triton.jit
+def grouped_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
+    """Program id -> (tile row, tile column), walking GROUP_M-row bands column by column so that
+    programs running together share B tiles in L2 (also used by the fused-MoE kernel)."""
+    per_group = GROUP_M * num_n
+    first_m = (pid // per_group) * GROUP_M
+    group_m = min(num_m - first_m, GROUP_M)
+    return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
+
+
 @triton.jit(do_not_specialize=_RUNTIME)
 def kc_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, split_blocks,
                    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
@@ -20,12 +30,7 @@ def kc_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, split_blocks,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr):
     pid, pid_k, pid_b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    num_m, num_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    per_group = GROUP_M * num_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = min(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kernelcast.collect.kernels.triton_gemm import grouped_tile
+
 
 @triton.jit(do_not_specialize=["numel"])
 def kc_moe_count(ids_ptr, counts_ptr, numel, BLOCK: tl.constexpr):
@@ -50,12 +52,7 @@ def kc_moe_gemm(a_ptr, b_ptr, c_ptr, w_ptr, sorted_ptr, expert_ids_ptr, N, K, em
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                 MUL_WEIGHT: tl.constexpr):
     pid = tl.program_id(0)
-    num_m, num_n = tl.cdiv(em, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    per_group = GROUP_M * num_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = min(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, tl.cdiv(em, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     expert = tl.load(expert_ids_ptr + pid_m)
     if expert < 0:
         return
