@@ -100,6 +100,18 @@ def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
     return out
 
 
+def _check_pairs(frame: pd.DataFrame, a: np.ndarray, b: np.ndarray, check) -> None:
+    """Run ``check(a, b)`` once per distinct pair, in row order; errors name the first row holding it."""
+    a_codes, a_uniq = pd.factorize(a)
+    b_codes, b_uniq = pd.factorize(b)
+    _, first = np.unique(a_codes.astype(np.int64) * (len(b_uniq) + 1) + b_codes, return_index=True)
+    for i in np.sort(first):
+        try:
+            check(a[i], b[i])
+        except ValueError as exc:
+            raise _row_error(frame.index, int(i), exc) from None
+
+
 def _gpu_name(value: Any) -> str:
     if not isinstance(value, str):
         raise D.field_error("gpu", value, "a GPU name from `kernelcast gpus`")
@@ -111,8 +123,7 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
     gpus = _column(frame, "gpu", None)
     out["gpu"] = _per_unique(frame, gpus, lambda v, i: _gpu_name(v))
     _choices(frame, "dtype", D.OP_DTYPES[op], None, out)
-    pairs = (pd.Series(out["gpu"], dtype=object) + "|" + pd.Series(out["dtype"], dtype=object)).to_numpy(dtype=object)
-    _per_unique(frame, pairs, lambda v, i: D.check_dtype_on_gpu(op, *v.split("|")))
+    _check_pairs(frame, out["gpu"], out["dtype"], lambda g, t: D.check_dtype_on_gpu(op, g, t))
     _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
     for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
         if name == "out_dtype":
@@ -176,7 +187,10 @@ def validate_frame(frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, dict[str,
     if "op" not in frame:
         raise ValueError("kernel_desc frame must have an 'op' column; got columns " + ", ".join(map(str, frame.columns)))
     ops = frame["op"].to_numpy(dtype=object)
-    bad = np.fromiter((not (isinstance(v, str) and v in D.OPS) for v in ops), bool, len(ops))
+    if pd.api.types.infer_dtype(ops, skipna=False) == "string":
+        bad = ~pd.Series(ops).isin(D.OPS).to_numpy()
+    else:
+        bad = np.fromiter((not (isinstance(v, str) and v in D.OPS) for v in ops), bool, len(ops))
     if bad.any():
         i = int(np.argmax(bad))
         raise _row_error(frame.index, i, D.field_error("op", ops[i], "one of " + ", ".join(D.OPS)))

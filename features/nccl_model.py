@@ -41,6 +41,7 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 ALGOS = ("tree", "ring", "pat", "p2p")
 PROTOS = ("LL", "LL128", "Simple")
@@ -279,15 +280,30 @@ def _stacked(keys: tuple[tuple, ...]) -> tuple[np.ndarray, ...]:
     return (lat, inv_bw, *(np.asarray(c, dtype=np.float64) for c in cols[2:]))
 
 
+#: up to this many rows, key tuples are coded with a dict; beyond, column by column with pandas (hashed)
+SMALL_KEYS = 256
+
+
 def _codes(arrays: list[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
     """Codes per row and the distinct key tuples (rows of the broadcast key arrays)."""
     if all(a.ndim == 0 for a in arrays):
         return np.zeros((), dtype=np.int64), (tuple(a.item() for a in arrays),)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    flat = [np.broadcast_to(a, shape).ravel().tolist() for a in arrays]
-    index: dict[tuple, int] = {}
-    codes = [index.setdefault(k, len(index)) for k in zip(*flat)]
-    return np.asarray(codes, dtype=np.int64).reshape(shape), tuple(index)
+    flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
+    if len(flat[0]) <= SMALL_KEYS:                        # a few rows: a dict beats nine factorize calls
+        index: dict[tuple, int] = {}
+        codes = [index.setdefault(k, len(index)) for k in zip(*(a.tolist() for a in flat))]
+        return np.asarray(codes, dtype=np.int64).reshape(shape), tuple(index)
+    combined = np.zeros(len(flat[0]), dtype=np.int64)
+    for a in flat:                                        # fold each column's codes in, kept < rows
+        col, uniq = pd.factorize(a)
+        combined = pd.factorize(combined * len(uniq) + col)[0].astype(np.int64)
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    order = np.argsort(first)                             # keys in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    keys = tuple(tuple(a[i].item() if hasattr(a[i], "item") else a[i] for a in flat) for i in first[order])
+    return rank[inverse].reshape(shape), keys
 
 
 def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, arch: Any,

@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.attention import attention_features
-from kernelcast.features.common import GPU_COLUMNS, gpu_columns
+from kernelcast.features.common import GPU_COLUMNS, clock_features, gpu_columns
 from kernelcast.features.desc import COLLECTIVES, LAYOUTS, OP_BACKENDS, OP_DTYPES, OUTSIDE_BACKENDS
 from kernelcast.features.gemm import gemm_features, gemm_shape_features
 from kernelcast.features.moe import moe_features
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
-FEATURE_VERSION = "2"
+FEATURE_VERSION = "3"
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 
 CATEGORICAL: dict[str, dict[str, tuple[str, ...]]] = {
@@ -33,8 +33,16 @@ def _collective(cols, gpu):
 
 _OP_FEATURES = {"gemm": gemm_features, "attention": attention_features, "moe": moe_features,
                 "collective": _collective}
+def _gemm_learned(cols, gpu, base):
+    return {**gemm_shape_features(cols, gpu), **clock_features(base)}
+
+
+def _clock_only(cols, gpu, base):
+    return clock_features(base)
+
+
 #: features only the learned models read, skipped when only the analytical answer is wanted
-_LEARNED_ONLY = {"gemm": gemm_shape_features}
+_LEARNED_ONLY = {"gemm": _gemm_learned, "attention": _clock_only, "moe": _clock_only}
 
 #: one valid description per op, used to read off the feature names in order
 _EXAMPLES = {
@@ -63,7 +71,7 @@ def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -
     out.update(_OP_FEATURES[op](cols, gpu))
     if learned and op in _LEARNED_ONLY:
         floor = out.pop("floor_us")
-        out.update(_LEARNED_ONLY[op](cols, gpu))
+        out.update(_LEARNED_ONLY[op](cols, gpu, {**out, "floor_us": floor}))
         out["floor_us"] = floor
     return out
 

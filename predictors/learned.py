@@ -68,8 +68,8 @@ def _codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
         values = np.asarray(values, dtype=object)
     lookup = {c: float(i) for i, c in enumerate(cats)}
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
-    inverse, uniq = pd.factorize(values.astype(str))
-    return np.asarray([lookup.get(u, np.nan) for u in uniq], dtype=np.float32)[inverse]
+    inverse, uniq = pd.factorize(values)                 # missing values get -1: the trailing NaN
+    return np.asarray([lookup.get(str(u), np.nan) for u in uniq] + [np.nan], dtype=np.float32)[inverse]
 
 
 def conformal_offset(scores: np.ndarray, coverage: float) -> float:

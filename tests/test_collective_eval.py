@@ -21,3 +21,26 @@ def test_leave_one_blackwell_gpu_out_beats_nccls_model():
     gb200 = next(r for r in rows if r["held_out"] == "gb200")
     assert gb200["learned"]["median"] < gb200["nccl_model"]["median"] / 3
     assert gb200["learned"]["p90"] < gb200["nccl_model"]["p90"]
+
+
+def test_per_collective_rows_and_mlflow_table(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from kernelcast.training import tracking
+    from kernelcast.training.collective_eval import log_mlflow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    frame = load_rows()
+    frame = frame[frame["gpu"].isin(["b200_sxm", "gb200"])].reset_index(drop=True)
+    rows = holdout_table(frame, with_features(frame), "gpu")
+    b200 = [r for r in rows if r["held_out"] == "b200_sxm"]
+    assert {r["collective"] for r in b200} == {"all", *frame.loc[frame["gpu"] == "b200_sxm", "collective"]}
+    assert sum(r["nccl_model"]["n"] for r in b200 if r["collective"] != "all") == next(
+        r["nccl_model"]["n"] for r in b200 if r["collective"] == "all")
+    run_id = log_mlflow(rows, len(frame))
+    run = tracking.setup().get_run(run_id)
+    assert run.data.tags["kind"] == "nccl-comparison"
+    key = "leave_one_gpu_out.b200_sxm.aiconfigurator.all_reduce.learned.median_ape"
+    cell = next(r for r in b200 if r["collective"] == "all_reduce")
+    assert run.data.metrics[key] == pytest.approx(cell["learned"]["median"])
+    artifacts = {a.path for a in tracking.setup().list_artifacts(run_id)}
+    assert {"nccl_comparison.json", "leave_one_gpu_out.png"} <= artifacts

@@ -18,24 +18,25 @@ PINNED = {
                             "m_padding", "n_padding", "weights_fit_l2", "all_fit_l2", "ridge_ratio",
                             "m_align", "m_mod128", "m_mod64", "n_align", "n_mod128", "n_mod64", "k_align", "k_mod128",
                             "k_mod64", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
-                            "log_mk", "log_nk"),
+                            "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle"),
     "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                                  "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
                                  "head_dim", "causal", "elem_bytes", "peak_flops", "causal_fraction",
                                  "kv_bytes_share", "block_m", "block_n", "num_warps", "num_stages", "work_units", "waves",
-                                 "wave_efficiency", "kv_fits_l2"),
+                                 "wave_efficiency", "kv_fits_l2", "log2_floor_cycles", "bytes_per_cycle"),
     "moe": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                            "log_tokens", "hidden", "ffn", "experts", "top_k", "gated", "elem_bytes", "peak_flops",
                            "active_experts", "max_tokens_per_expert", "mean_tokens_per_expert", "load_imbalance",
                            "padding_overhead", "weight_bytes_share", "tiles", "waves", "wave_efficiency",
-                           "block_m", "block_n", "block_k", "num_warps", "num_stages", "weights_fit_l2"),
+                           "block_m", "block_n", "block_k", "num_warps", "num_stages", "weights_fit_l2",
+                           "log2_floor_cycles", "bytes_per_cycle"),
 }
 
 
 @pytest.mark.parametrize("op", PINNED)
 def test_feature_names_and_order_are_pinned(op):
     # Changing these means bumping FEATURE_VERSION (shipped models pin both).
-    assert FEATURE_VERSION == "2"
+    assert FEATURE_VERSION == "3"
     assert feature_names(op) == PINNED[op]
 
 
@@ -58,6 +59,9 @@ def test_gemm_by_hand_on_h200():
     assert (f["m_align"], f["n_align"], f["k_mod128"]) == (0, 7, 0)       # m=1 is odd; 4096 is 128-aligned
     assert (f["tiles_128x128"], f["waves_128x128"], f["log_mn"]) == (32, 1, 12)
     assert (f["backend"], f["source"]) == ("cublas", "kernelcast")
+    # the floor in H200 boost-clock cycles (1.98 GHz), HBM bytes per cycle (4.8 TB/s / 1.98 GHz)
+    assert f["log2_floor_cycles"] == pytest.approx(np.log2(33_570_816 / 4.8e12 * 1.98e9))
+    assert f["bytes_per_cycle"] == pytest.approx(4.8e12 / 1.98e9)
 
 
 def test_gemm_triton_config_sets_tiles():

@@ -189,3 +189,18 @@ def test_collective_features_one_row_by_hand():
     assert (f["nccl_algo"][0], f["nccl_proto"][0]) == (1, 0)            # ring, LL
     model_input = build_features(frame, "collective")
     assert model_input["floor_us"].iloc[0] == f["floor_us"][0]
+
+
+def test_key_codes_same_for_few_and_many_rows():
+    # the dict path (few rows) and the column-by-column path (many) give the same codes and keys
+    from kernelcast.features import nccl_model as NM
+
+    rng = np.random.default_rng(3)
+    n = NM.SMALL_KEYS * 4
+    arrays = [rng.choice(np.array(["nvlink4", "pcie5"], dtype=object), n), rng.integers(0, 3, n),
+              rng.choice([True, False], n), np.float64(450e9) * np.ones(n)]
+    big_codes, big_keys = NM._codes(arrays)
+    small = [NM._codes([a[i:i + 1] for a in arrays]) for i in range(40)]
+    assert [big_keys[big_codes[i]] for i in range(40)] == [keys[codes[0]] for codes, keys in small]
+    assert len(set(big_keys)) == len(big_keys) == len({tuple(r) for r in zip(*(a.tolist() for a in arrays))})
+    assert [type(v) for v in big_keys[0]] == [str, int, bool, float]

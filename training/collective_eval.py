@@ -2,7 +2,8 @@
 
 The learned model is XGBoost on ``log(measured / NCCL-model time)`` over ``features.vector`` columns
 of op ``collective`` (NCCL's model time is the floor); splits are leave-one-GPU-out and
-leave-one-rank-count-out. ``python -m kernelcast.training.collective_eval [--json PATH]``.
+leave-one-rank-count-out, over all collectives and per collective.
+``python -m kernelcast.training.collective_eval [--json PATH] [--mlflow]``.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kernelcast.training import data
 REPO = Path(__file__).resolve().parent.parent
 DESC_COLUMNS = ["op", "gpu", "dtype", "backend", "collective", "bytes", "ranks", "ranks_per_node", "in_place"]
 LARGE_BYTES = 1 << 20
+MODELS = ("nccl_model", "learned", "served")
 #: XGBoost settings of the correction model (small data: shallow trees, many rounds)
 XGB_PARAMS = {"n_estimators": 600, "max_depth": 5, "learning_rate": 0.05, "subsample": 0.8,
               "colsample_bytree": 0.8, "min_child_weight": 2, "tree_method": "hist", "enable_categorical": True}
@@ -68,8 +70,9 @@ def covered(frame: pd.DataFrame, test: np.ndarray) -> np.ndarray:
 
 
 def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dict]:
-    """Hold out each value of ``by`` in turn; per (held-out value, source): NCCL's model, the learned
-    correction, and ``served`` = learned where a training GPU shares the interconnect kind, else NCCL."""
+    """Hold out each value of ``by`` in turn; per (held-out value, source), over all collectives
+    (``collective="all"``) and per collective: NCCL's model, the learned correction, and ``served`` =
+    learned where a training GPU shares the interconnect kind, else NCCL."""
     data = feats.assign(latency_us=frame["latency_us"].to_numpy())
     out = []
     for value in sorted(frame[by].unique()):
@@ -79,13 +82,53 @@ def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dic
         served = np.where(covered(frame, test), pred, floor)
         part = frame[test]
         for source in sorted(part["source"].unique()):
-            s = (part["source"] == source).to_numpy()
-            measured, nbytes = part["latency_us"].to_numpy()[s], part["bytes"].to_numpy()[s]
-            out.append({"split": f"leave_one_{by}_out", "held_out": str(value), "source": source,
-                        "nccl_model": ape_stats(ape(floor[s], measured), nbytes),
-                        "learned": ape_stats(ape(pred[s], measured), nbytes),
-                        "served": ape_stats(ape(served[s], measured), nbytes)})
+            for collective in ["all", *sorted(part.loc[part["source"] == source, "collective"].unique())]:
+                s = (part["source"] == source).to_numpy()
+                if collective != "all":
+                    s = s & (part["collective"] == collective).to_numpy()
+                measured, nbytes = part["latency_us"].to_numpy()[s], part["bytes"].to_numpy()[s]
+                out.append({"split": f"leave_one_{by}_out", "held_out": str(value), "source": source,
+                            "collective": collective,
+                            "nccl_model": ape_stats(ape(floor[s], measured), nbytes),
+                            "learned": ape_stats(ape(pred[s], measured), nbytes),
+                            "served": ape_stats(ape(served[s], measured), nbytes)})
     return out
+
+
+def flat_table(rows: list[dict]) -> pd.DataFrame:
+    """One line per (split, held out, source, collective, model) with n and the four APE statistics."""
+    return pd.DataFrame([{k: r[k] for k in ("split", "held_out", "source", "collective")} | {"model": model, **r[model]}
+                         for r in rows for model in MODELS])
+
+
+def comparison_figure(rows: list[dict], split: str):
+    """Median and p90 APE per held-out value: NCCL's model beside the learned correction (all collectives)."""
+    from kernelcast.training.plots import paired_bars
+
+    part = [r for r in rows if r["split"] == split and r["collective"] == "all"]
+    return paired_bars([f"{r['held_out']}\n{r['source']}" for r in part],
+                       {model: {stat: [r[model][stat] for r in part] for stat in ("median", "p90")}
+                        for model in ("nccl_model", "learned")}, f"{split}: APE (%)")
+
+
+def log_mlflow(rows: list[dict], n_rows: int) -> str:
+    """Log the comparison as one run of the collective experiment: a metric per table cell, the table, figures."""
+    from kernelcast.training import tracking
+
+    metrics = {}
+    for r in rows:
+        head = f"{r['split']}.{r['held_out']}.{r['source']}.{r['collective']}"
+        for model in MODELS:
+            for stat in ("median", "p90", "median_1mib", "p90_1mib"):
+                if np.isfinite(r[model][stat]):
+                    metrics[f"{head}.{model}.{stat}_ape"] = r[model][stat]
+    splits = sorted({r["split"] for r in rows})
+    run_id, _ = tracking.log_run(
+        "collective", "nccl-comparison", {"rows": n_rows, "xgb_params": json.dumps(XGB_PARAMS), "large_bytes": LARGE_BYTES},
+        {"kind": "nccl-comparison", "splits": ",".join(splits)}, metrics,
+        {f"{split}.png": comparison_figure(rows, split) for split in splits},
+        {"nccl_comparison.json": flat_table(rows)})
+    return run_id
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -93,7 +136,7 @@ def format_rows(rows: list[dict]) -> str:
     cell = lambda m: f"{m['median']:5.1f}/{m['p90']:6.1f} ({m['median_1mib']:5.1f}/{m['p90_1mib']:6.1f})"
     lines = [f"{'split':<21}{'held out':<21}{'source':<15}{'n':>5}  {'NCCL model':^26}  {'learned':^26}  {'served':^26}",
              f"{'':<62}" + "  ".join([f"{'med/p90 (>=1MiB med/p90)':^26}"] * 3)]
-    for r in rows:
+    for r in (r for r in rows if r.get("collective", "all") == "all"):
         lines.append(f"{r['split']:<21}{r['held_out']:<21}{r['source']:<15}{r['nccl_model']['n']:>5}  "
                      f"{cell(r['nccl_model'])}  {cell(r['learned'])}  {cell(r['served'])}")
     return "\n".join(lines)
@@ -102,6 +145,7 @@ def format_rows(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="NCCL's model vs the learned correction, leave-one-GPU/rank-count-out.")
     ap.add_argument("--json", type=Path, help="also write the table as JSON here")
+    ap.add_argument("--mlflow", action="store_true", help="log the table, one metric per cell and figures to MLflow")
     args = ap.parse_args(argv)
     frame = load_rows()
     feats = with_features(frame)
@@ -111,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_rows([r for r in rows if r["split"] == f"leave_one_{by}_out"]), file=sys.stdout, flush=True)
     if args.json:
         args.json.write_text(json.dumps({"rows": len(frame), "table": rows}, indent=1))
+    if args.mlflow:
+        print(f"logged to MLflow run {log_mlflow(rows, len(frame))}")
     return 0
 
 

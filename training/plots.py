@@ -1,4 +1,4 @@
-"""Evaluation figures (matplotlib, Agg): predicted vs measured per GPU, error CDF, feature importance."""
+"""Evaluation figures (matplotlib, Agg): predicted vs measured per GPU, error CDF, feature importance, paired bars."""
 from __future__ import annotations
 
 import math
@@ -65,3 +65,21 @@ def feature_importance(importance: pd.Series, title: str, top: int = 25):
     ax.set(xlabel="total gain", title=title)
     fig.tight_layout()
     return fig
+
+
+def paired_bars(labels: list[str], series: dict[str, dict[str, list[float]]], title: str):
+    """One panel per statistic (e.g. median, p90 APE), a bar per model and label, log scale."""
+    plt = _pyplot()
+    stats = list(next(iter(series.values())))
+    fig, axes = plt.subplots(1, len(stats), figsize=(max(6.0, 0.9 * len(labels)) * len(stats), 4.5), squeeze=False)
+    x, width = np.arange(len(labels)), 0.8 / len(series)
+    colors = ("tab:gray", "tab:blue", "tab:orange", "tab:green")
+    for ax, stat in zip(axes.flat, stats):
+        for j, (model, values) in enumerate(series.items()):
+            ax.bar(x + (j - (len(series) - 1) / 2) * width, values[stat], width, color=colors[j % 4], label=model)
+        ax.set_xticks(x, labels, rotation=60, fontsize=7)
+        ax.set(yscale="log", ylabel=stat, title=f"{title} — {stat}")
+        ax.legend()
+    fig.tight_layout()
+    return fig
+

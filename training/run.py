@@ -24,9 +24,9 @@ from kernelcast.training.xgb import LatencyRegressor
 #: depth 10 at 3.9% (600 trees at 0.05: 3.7%, but a 25 MB model at 1.4 ms a row)
 #: per-op overrides of LatencyRegressor's defaults: GEMM needs deep trees for cuBLAS's kernel picks (150 rounds
 #: at 0.2 cost +0.2 points of cuBLAS median APE); attention and MoE keep their accuracy with half the trees,
-#: which halves batch prediction time (README "Speed")
+#: which halves batch prediction time (README "Speed"); collectives (5k rows) do as well with depth 6
 OP_PARAMS = {"gemm": {"max_depth": 10}, "attention": {"n_estimators": 150, "learning_rate": 0.2},
-             "moe": {"n_estimators": 150, "learning_rate": 0.2}}
+             "moe": {"n_estimators": 150, "learning_rate": 0.2}, "collective": {"max_depth": 6}}
 
 
 @dataclass(frozen=True)
