@@ -24,8 +24,18 @@ def _unique(values) -> tuple[np.ndarray, np.ndarray]:
         arr = arr.reshape(1)
     if len(arr) == 1 or (len(arr) and (arr == arr[0]).all()):            # one GPU/dtype per call is the common case
         return arr[:1], np.zeros(len(arr), dtype=np.intp)
-    codes, uniq = pd.factorize(arr.astype(str))               # hashed: no sort of every row
+    codes, uniq = pd.factorize(arr)                           # hashed: no sort, no str copy of every row
     return np.asarray(uniq, dtype=object), codes
+
+
+def key_codes(*columns) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of equal-length columns -> (code per row, first row of each code); codes count distinct
+    rows in order of first appearance (hashed column by column: no sort, no tuples)."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        codes, uniq = pd.factorize(np.asarray(column, dtype=object) if np.asarray(column).dtype.kind == "U" else column)
+        combined = pd.factorize(combined * (len(uniq) + 1) + (codes + 1))[0].astype(np.int64)   # NaN: code -1 -> 0
+    return combined, np.unique(combined, return_index=True)[1]
 
 
 def lookup(values, table: str) -> np.ndarray:

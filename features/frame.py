@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features import desc as D
+from kernelcast.features.common import key_codes
 from kernelcast.features.gpu import resolve_gpu_name
 
 _BOOL_FIELDS = {"attention": {"causal": None}, "moe": {"gated": True}, "collective": {"in_place": False}}
@@ -56,7 +57,7 @@ def _ints(frame: pd.DataFrame, op: str, out: dict) -> None:
 def _choices(frame: pd.DataFrame, name: str, allowed: tuple, default: Any, out: dict) -> None:
     col = _column(frame, name, default)
     if pd.api.types.infer_dtype(col, skipna=False) == "string":            # the usual case, hashed in C
-        bad = ~pd.Series(col).isin(allowed).to_numpy()
+        bad = ~pd.Series(col, dtype=object).isin(allowed).to_numpy()
     else:
         allowed_set = set(allowed)
         bad = np.fromiter((not (isinstance(v, str) and v in allowed_set) for v in col), bool, len(col))
@@ -77,7 +78,7 @@ def _key(value: Any) -> tuple:
 
 def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
     """Run a scalar check once per distinct value; errors name the first row holding it."""
-    if pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty"):   # one type: hash in C
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):    # strings and None: hash in C
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         first = np.unique(codes, return_index=True)[1]
         results = np.empty(len(uniques), dtype=object)
@@ -102,10 +103,7 @@ def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
 
 def _check_pairs(frame: pd.DataFrame, a: np.ndarray, b: np.ndarray, check) -> None:
     """Run ``check(a, b)`` once per distinct pair, in row order; errors name the first row holding it."""
-    a_codes, a_uniq = pd.factorize(a)
-    b_codes, b_uniq = pd.factorize(b)
-    _, first = np.unique(a_codes.astype(np.int64) * (len(b_uniq) + 1) + b_codes, return_index=True)
-    for i in np.sort(first):
+    for i in key_codes(a, b)[1]:
         try:
             check(a[i], b[i])
         except ValueError as exc:
@@ -127,10 +125,11 @@ def _validate_op(frame: pd.DataFrame, op: str) -> dict[str, np.ndarray]:
     _choices(frame, "backend", D.OP_BACKENDS[op], None, out)
     for name, (allowed, default) in _CHOICE_FIELDS.get(op, {}).items():
         if name == "out_dtype":
-            default_col = pd.Series(out["dtype"]).map({d: D.default_out_dtype(d) for d in set(out["dtype"])}).to_numpy(object)
             col = _column(frame, name, None)
             missing = pd.isna(pd.Series(col)).to_numpy()
-            col[missing] = default_col[missing]
+            if missing.any():
+                codes, dtypes = pd.factorize(out["dtype"][missing])
+                col[missing] = np.asarray([D.default_out_dtype(d) for d in dtypes], dtype=object)[codes]
             frame = frame.assign(out_dtype=col)
         _choices(frame, name, allowed, default, out)
     for name, default in _BOOL_FIELDS.get(op, {}).items():
@@ -188,7 +187,7 @@ def validate_frame(frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, dict[str,
         raise ValueError("kernel_desc frame must have an 'op' column; got columns " + ", ".join(map(str, frame.columns)))
     ops = frame["op"].to_numpy(dtype=object)
     if pd.api.types.infer_dtype(ops, skipna=False) == "string":
-        bad = ~pd.Series(ops).isin(D.OPS).to_numpy()
+        bad = ~pd.Series(ops, dtype=object).isin(D.OPS).to_numpy()
     else:
         bad = np.fromiter((not (isinstance(v, str) and v in D.OPS) for v in ops), bool, len(ops))
     if bad.any():

@@ -56,7 +56,10 @@ def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.nda
 
 def _group_stats(tokens: np.ndarray, experts: int, top_k: int, dist: str, bm: float) -> np.ndarray:
     """max load, active experts, padded rows and m-tiles for rows sharing everything but tokens."""
-    uniq, inverse = np.unique(tokens, return_inverse=True)          # batches repeat token counts: round once each
+    if len(tokens) > 1:                                               # batches repeat token counts: round once each
+        uniq, inverse = np.unique(tokens, return_inverse=True)
+    else:
+        uniq, inverse = tokens, np.zeros(1, dtype=np.intp)
     if dist.startswith("["):
         counts = np.asarray(json.loads(dist), dtype=np.int64)[None, :].repeat(len(uniq), 0)
     else:

@@ -41,7 +41,8 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
+
+from kernelcast.features.common import key_codes
 
 ALGOS = ("tree", "ring", "pat", "p2p")
 PROTOS = ("LL", "LL128", "Simple")
@@ -294,16 +295,9 @@ def _codes(arrays: list[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
         index: dict[tuple, int] = {}
         codes = [index.setdefault(k, len(index)) for k in zip(*(a.tolist() for a in flat))]
         return np.asarray(codes, dtype=np.int64).reshape(shape), tuple(index)
-    combined = np.zeros(len(flat[0]), dtype=np.int64)
-    for a in flat:                                        # fold each column's codes in, kept < rows
-        col, uniq = pd.factorize(a)
-        combined = pd.factorize(combined * len(uniq) + col)[0].astype(np.int64)
-    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-    order = np.argsort(first)                             # keys in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    keys = tuple(tuple(a[i].item() if hasattr(a[i], "item") else a[i] for a in flat) for i in first[order])
-    return rank[inverse].reshape(shape), keys
+    codes, first = key_codes(*flat)
+    keys = tuple(tuple(a[i].item() if hasattr(a[i], "item") else a[i] for a in flat) for i in first)
+    return codes.reshape(shape), keys
 
 
 def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, arch: Any,

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from kernelcast.features.common import key_codes
 from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, default_source, feature_names
 from kernelcast.predictors.trees import Forest
 
@@ -143,9 +144,10 @@ class LearnedModel:
     def covers(self, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
         """In distribution: (GPU, backend, dtype) seen in training, every range column inside its trained range."""
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
-        keys = np.char.add(np.char.add(np.char.add(get("gpu").astype(str), "|"), np.char.add(get("backend").astype(str), "|")),
-                           get("dtype").astype(str))
-        ok = np.isin(keys, self.manifest["covered"])
+        gpu, backend, dtype = get("gpu"), get("backend"), get("dtype")
+        codes, first = key_codes(gpu, backend, dtype)          # each distinct (gpu, backend, dtype) looked up once
+        covered = set(self.manifest["covered"])
+        ok = np.asarray([f"{gpu[i]}|{backend[i]}|{dtype[i]}" in covered for i in first], dtype=bool)[codes]
         for col, (lo, hi) in self.manifest["ranges"].items():
             values = np.asarray(get(col), dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)

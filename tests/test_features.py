@@ -113,3 +113,11 @@ def test_categorical_columns_use_fixed_categories():
                                       "out_dtype": "bf16", "backend": "trtllm", "layout": "nt", "config": None}]), "gemm")
     assert list(f["backend"].cat.categories) == list(CATEGORICAL["gemm"]["backend"])
     assert f["source"].iloc[0] == "aiconfigurator"                 # outside backends default to their source
+
+
+def test_key_codes_count_distinct_rows_in_first_appearance_order():
+    from kernelcast.features.common import key_codes
+
+    codes, first = key_codes(np.array(["h200", "b200", "h200", "h200", "b200"], dtype=object),
+                             np.array([1.0, np.nan, 1.0, np.nan, np.nan]), np.array(["a", "a", "a", "a", "a"]))
+    assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]

