@@ -20,10 +20,12 @@ from kernelcast import predict_latency, predict_many
 from kernelcast.features.desc import op_fields
 from kernelcast.features.vector import feature_columns
 from kernelcast.predictors.learned import load_model
+from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.training.data import load_rows
 
 
 def covered_rows(op: str, model, n: int, seed: int = 0) -> pd.DataFrame:
+    ensure_cache([op])
     rows = load_rows(op, sources=("aiconfigurator",))
     rows = rows[[c for c in op_fields(op) if c in rows and rows[c].notna().any()]]     # all-null config: absent
     rows = rows[model.covers(rows)]

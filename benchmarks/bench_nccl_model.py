@@ -19,6 +19,7 @@ import numpy as np
 from kernelcast.features.collective import collective_features
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.nccl_model import nccl_time_for_gpu
+from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.training.collective_eval import ape, ape_stats, format_rows, holdout_table, load_rows, with_features
 
 
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--learned", action="store_true", help="also train/evaluate the learned correction (XGBoost)")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
+    ensure_cache(["collective"])
     frame = load_rows()
     table = accuracy_table(frame)
     print(f"{'source':<15}{'gpu':<21}{'collective':<16}{'n':>5}  {'med%':>6} {'p90%':>6}  {'med>=1MiB':>9} {'p90>=1MiB':>9}")

@@ -127,6 +127,17 @@ def _stage_parsers(sub) -> None:
     training_cli.add_parsers(sub)
 
 
+def _ensure_outside(args: argparse.Namespace) -> None:
+    """`train`/`evaluate` over the outside source: import aiconfigurator-core's tables where not cached yet
+    (training reads the cache; only the face may call the importer)."""
+    if args.command not in ("train", "evaluate") or getattr(args, "source", None) not in (None, "aiconfigurator"):
+        return
+    from kernelcast.collect.importers.aiconfigurator import ensure_cache
+    from kernelcast.features.desc import OPS
+
+    ensure_cache(OPS if args.op == "all" else [args.op])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelcast", description="GPU kernel latency prediction from measurements")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -161,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # `kernelcast gpus | head` ends quietly
     args = build_parser().parse_args(argv)
     try:
+        _ensure_outside(args)
         return args.func(args)
     except ValueError as exc:
         print(f"kernelcast {args.command}: error: {exc}", file=sys.stderr)

@@ -8,6 +8,14 @@ pytest.importorskip("aiconfigurator_core")
 from kernelcast.training.collective_eval import ape, ape_stats, holdout_table, load_rows, with_features  # noqa: E402
 
 
+@pytest.fixture(scope="module", autouse=True)
+def collective_cache():
+    """The aiconfigurator NCCL import training reads (built once if this checkout has none yet)."""
+    from kernelcast.collect.importers.aiconfigurator import ensure_cache
+
+    ensure_cache(["collective"])
+
+
 def test_ape_stats_by_hand():
     s = ape_stats(ape([110, 90, 100, 150], [100, 100, 100, 100]), np.array([1, 1 << 20, 1 << 21, 1 << 22]))
     assert (s["n"], s["n_1mib"]) == (4, 3)

@@ -51,6 +51,9 @@ def test_load_rows_filters_and_errors(rows, outside, tmp_path):
         data.load_rows("gemm", sources=("nvidia",), outside=outside)
     with pytest.raises(ValueError, match="no rows for op 'gemm'"):
         data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
+    with pytest.raises(ValueError, match=r"aiconfigurator_gemm.parquet is missing: .*kernelcast import aiconfigurator --ops gemm"):
+        data.load_rows("gemm", sources=("aiconfigurator",), outside=tmp_path / "none")
+    assert data.outside_path("gemm", outside) == aic.cache_path(outside, "gemm")      # importer and reader agree
 
 
 def test_shape_hash_ignores_gpu_and_backend_and_fingerprint_sees_latency(rows):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +22,22 @@ def _check_op(op: str) -> None:
         raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
 
 
-def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
-    from kernelcast.collect.dataset import read_dataset
+def _read_parquet(folder: Path) -> pd.DataFrame:
+    """Every parquet file under ``folder`` as one frame (schemas unified: ncu rows add columns)."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
 
+    files = sorted(str(p) for p in folder.rglob("*.parquet") if not p.name.startswith("."))
+    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f in files])
+    return pads.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
+
+
+def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
     folder = datasets / op
     if not folder.is_dir() or not any(folder.rglob("*.parquet")):
         return None
-    frame = read_dataset(datasets, op)
+    frame = _read_parquet(folder)
     # labels are originals timed by the dataset's own timer: re-measurements (noise floor) and ncu's
     # one-replay rows (metrics) sit beside them and are not training rows
     if "repeat_of" in frame:
@@ -42,16 +50,17 @@ def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
     return frame.assign(source=source)
 
 
-def _outside_rows(op: str, outside: Path) -> pd.DataFrame:
-    from kernelcast.collect.importers import aiconfigurator as aic
+def outside_path(op: str, outside: Path) -> Path:
+    """Where the aiconfigurator import of ``op`` is cached (written by `kernelcast import aiconfigurator`)."""
+    return Path(outside) / f"aiconfigurator_{op}.parquet"
 
-    path = aic.cache_path(outside, op)
+
+def _outside_rows(op: str, outside: Path) -> pd.DataFrame:
+    path = outside_path(op, outside)
     if not path.exists():
-        print(f"{path} missing: importing aiconfigurator-core's {op} tables (`kernelcast import aiconfigurator`)",
-              file=sys.stderr)
-        chosen, _ = aic.choose(aic.discover(aic.data_root()))
-        frame, _ = aic.import_op(op, [f for f in chosen if f.op == op], progress=True)
-        aic.write_cache(frame, op, path)
+        raise ValueError(f"{path} is missing: import aiconfigurator-core's tables first with "
+                         f"`kernelcast import aiconfigurator --ops {op}` (pip extra 'outside'); "
+                         "`kernelcast train` and `evaluate` do it for you")
     return pd.read_parquet(path)
 
 

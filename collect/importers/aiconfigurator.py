@@ -284,6 +284,18 @@ def default_out() -> Path:
     return Path(__file__).resolve().parents[2] / "datasets" / "outside"
 
 
+def ensure_cache(ops, out: Path | None = None) -> list[Path]:
+    """The per-op caches training reads, imported first where missing (so a first `kernelcast train`
+    needs no separate `kernelcast import aiconfigurator`)."""
+    out = Path(out) if out else default_out()
+    missing = [op for op in ops if not cache_path(out, op).exists()]
+    if missing:
+        print(f"{out}: importing aiconfigurator-core's {', '.join(missing)} tables (`kernelcast import aiconfigurator`)",
+              file=sys.stderr)
+        run_import(out=out, ops=missing, progress=True)
+    return [cache_path(out, op) for op in ops]
+
+
 def run_import(out: Path | None = None, systems=None, ops=None, progress: bool = True, root: Path | None = None) -> dict:
     """Import the chosen tables, write one parquet cache per op, return the summary."""
     out = Path(out) if out else default_out()
