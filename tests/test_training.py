@@ -157,6 +157,11 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     runs = tracking.search(["gemm"])
     assert len(runs) == 2 and set(runs["tags.feature_version"]) == {FEATURE_VERSION}
     assert "metrics.random.gpu.l40s.analytical.mape" in runs
+    from kernelcast.training.cli import dashboard_rows
+
+    board = dashboard_rows(runs.assign(experiment_name="kernelcast-gemm"), ["gemm"])
+    assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]       # the latest train run's per-GPU figures
+    assert board[1]["random_learned_mape"] == pytest.approx(runs.iloc[0]["metrics.random.gpu.l40s.learned.mape"])
     client = tracking.setup()
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
     artifacts = {a.path for a in client.list_artifacts(first["run_id"])}

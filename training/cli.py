@@ -112,12 +112,15 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def dashboard_rows(runs, ops) -> list[dict]:
-    """Latest run of the random and leave-one-GPU-out splits, per op: learned vs analytical MAPE per GPU."""
+    """Per op and GPU, learned vs analytical MAPE and coverage: the latest `train` run (the shipped model
+    on its frozen split) and the latest leave-one-GPU-out `evaluate` run (each GPU held out)."""
     out: dict[tuple, dict] = {}
     for op in ops:
         mine = runs[runs["experiment_name"] == f"kernelcast-{op}"] if "experiment_name" in runs else runs.iloc[0:0]
-        for split in ("random", "logo"):
-            latest = mine[mine.get("tags.split") == split].head(1) if "tags.split" in mine else mine.iloc[0:0]
+        for split, kind in (("random", "train"), ("logo", "evaluate")):
+            if "tags.split" not in mine or "tags.kind" not in mine:
+                continue
+            latest = mine[(mine["tags.split"] == split) & (mine["tags.kind"] == kind)].head(1)
             if latest.empty:
                 continue
             metrics = {k.removeprefix("metrics."): v for k, v in latest.iloc[0].items()
