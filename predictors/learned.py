@@ -32,9 +32,9 @@ RANGE_COLUMNS = {"gemm": ("m", "n", "k", "batch"),
 MANIFEST_FORMAT = 2                  # 2: categories one-hot (1: XGBoost categorical columns)
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
-#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's ~1 ms fixed cost per call
-#: for our deep GEMM trees is more than numpy's walk of 16 rows (benchmarks/bench_learned.py)
-NUMPY_ROWS = 16
+#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost costs ~0.4-1.8 ms per call
+#: however few the rows; the walk stays faster up to ~64 rows (32 rows, GEMM: 0.56 vs 2.1 ms)
+NUMPY_ROWS = 32
 
 
 def matrix_columns(op: str) -> list[str]:
