@@ -1,14 +1,16 @@
 """Learned models: the model matrix, shipped XGBoost models with their manifests, coverage and intervals.
 
 A shipped model is ``models/<op>.ubj`` (the log-efficiency regressor, target
-log(latency_us / floor_us)), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model) and
-``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint,
-metrics, versions, what it covers, conformal offsets). xgboost is imported lazily: without it
-``load_model`` returns None and dispatch answers analytically.
+log(latency_us / floor_us)), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model),
+``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and ``models/<op>.json`` (the
+manifest: features and FEATURE_VERSION, training-data fingerprint, metrics, versions, what it
+covers, conformal offsets). xgboost is imported only for a batch over NUMPY_ROWS; without it
+installed ``load_model`` returns None and dispatch answers analytically.
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import warnings
@@ -134,14 +136,27 @@ def check_manifest(manifest: Mapping[str, Any], op: str) -> None:
 
 @dataclass
 class LearnedModel:
-    """A loaded learned model: boosters, manifest, and what it covers."""
+    """A loaded learned model: manifest, the trees as a numpy forest, and (on first need) the XGBoost boosters."""
 
     op: str
     manifest: dict
-    booster: Any
-    quantile_booster: Any
-    forest: Forest                        # both boosters' trees for numpy walks of a few rows
+    forest: Forest                        # both boosters' trees, for numpy walks of a few rows
+    model_dir: Path
     threads: int = 0                      # the nthread both boosters were last set to (0: never)
+    _boosters: tuple | None = None        # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
+
+    @property
+    def booster(self):
+        return self._load_boosters()[0]
+
+    @property
+    def quantile_booster(self):
+        return self._load_boosters()[1]
+
+    def _load_boosters(self) -> tuple:
+        if self._boosters is None:
+            self._boosters = _read_boosters(self.model_dir, self.op)
+        return self._boosters
 
     @property
     def name(self) -> str:
@@ -194,14 +209,22 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
     if manifest is None:
         return None
     check_manifest(manifest, op)
-    try:
-        import xgboost as xgb
-    except ImportError:
+    if importlib.util.find_spec("xgboost") is None:
         warnings.warn(f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
                       "analytical (pip install 'kernelcast[train]')", RuntimeWarning, stacklevel=3)
         return None
-    boosters = [xgb.Booster(model_file=str(Path(model_dir) / f"{op}{suffix}.ubj")) for suffix in ("", ".quantile")]
-    return LearnedModel(op, manifest, *boosters, Forest.from_boosters(*boosters))
+    folder = Path(model_dir)
+    forest_path = folder / f"{op}.forest.npz"
+    if forest_path.exists():                             # no xgboost import until a batch needs it
+        return LearnedModel(op, manifest, Forest.load(forest_path), folder)
+    boosters = _read_boosters(folder, op)                 # a model exported before forests were shipped
+    return LearnedModel(op, manifest, Forest.from_boosters(*boosters), folder, _boosters=boosters)
+
+
+def _read_boosters(folder: Path, op: str) -> tuple:
+    import xgboost as xgb
+
+    return tuple(xgb.Booster(model_file=str(folder / f"{op}{suffix}.ubj")) for suffix in ("", ".quantile"))
 
 
 def load_model(op: str, model_dir: str | Path | None = None) -> LearnedModel | None:

@@ -12,7 +12,9 @@ score. Numeric splits only: kernelcast's models one-hot their categories (predic
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -75,6 +77,25 @@ class Forest:
                    default_right=~cat("default_left", np.int64).astype(bool) & ~leaf, children=children,
                    leaf_value=np.where(leaf, conditions, np.float32(0)).astype(np.float32),
                    roots=roots, combine=combine, base=bases, n_features=n_features, depth=_depth(children, roots))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the arrays (compressed npz, atomically): loading them needs neither xgboost nor JSON parsing."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+        np.savez_compressed(tmp, feature=self.feature.astype(np.int32), threshold=self.threshold,
+                            default_right=self.default_right, children=self.children.astype(np.int32),
+                            leaf_value=self.leaf_value, roots=self.roots, combine=self.combine, base=self.base,
+                            shape=np.asarray([self.n_features, self.depth]))
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Forest":
+        with np.load(path) as z:
+            n_features, depth = (int(v) for v in z["shape"])
+            return cls(feature=z["feature"].astype(np.int64), threshold=z["threshold"], default_right=z["default_right"],
+                       children=z["children"].astype(np.int64), leaf_value=z["leaf_value"], roots=z["roots"],
+                       combine=z["combine"], base=z["base"], n_features=n_features, depth=depth)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(rows, features) float32 -> (rows, outputs) float64 margins, as XGBoost's."""

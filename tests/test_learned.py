@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ GEMM = {"op": ["gemm"] * 3, "gpu": ["h200_sxm", "mi300x", "h200_sxm"], "dtype": 
 
 
 def _copy(op: str, tmp_path: Path) -> Path:
-    for suffix in (".ubj", ".quantile.ubj", ".json"):
+    for suffix in (".ubj", ".quantile.ubj", ".forest.npz", ".json"):
         shutil.copy(learned.MODEL_DIR / f"{op}{suffix}", tmp_path / f"{op}{suffix}")
     return tmp_path
 
@@ -128,3 +130,12 @@ def test_feature_matrix_one_hot_per_category_group():
     assert x[1, [columns.index(c) for c in backends]].sum() == 0            # unknown backend: no column set
     assert one(1, "source=kernelcast") == 1                                  # source defaults from the backend
     assert learned.source_codes(x, op).tolist() == [0, 0]
+
+
+def test_one_prediction_needs_no_xgboost_import():
+    # the shipped numpy forest answers a single description; xgboost is imported only for big batches
+    code = ("import sys, kernelcast; p = kernelcast.predict_latency({'op': 'gemm', 'gpu': 'H200', 'dtype': 'bf16', "
+            "'backend': 'cublas', 'm': 4096, 'n': 4096, 'k': 4096}); print(p.model, 'xgboost' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0].startswith("learned:gemm@") and out[1] == "False"
+

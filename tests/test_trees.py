@@ -7,7 +7,7 @@ import pytest
 xgb = pytest.importorskip("xgboost")
 
 from kernelcast.features.vector import feature_columns  # noqa: E402
-from kernelcast.predictors.learned import NUMPY_ROWS, feature_matrix, load_model  # noqa: E402
+from kernelcast.predictors.learned import MODEL_DIR, NUMPY_ROWS, feature_matrix, load_model  # noqa: E402
 from kernelcast.predictors.trees import Forest  # noqa: E402
 from kernelcast.training.data import load_rows  # noqa: E402
 
@@ -27,6 +27,18 @@ def test_forest_equals_xgboost_on_shipped_models_and_real_rows(op):
     assert np.abs(model.forest.predict(x) - want).max() < 1e-4
     one = model.predict({k: v[:1] for k, v in {**cols, **feature_columns(cols, op)}.items()})   # the numpy path
     assert NUMPY_ROWS >= 1 and np.isfinite(one[0]).all()
+
+
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "collective"])
+def test_shipped_forest_file_is_the_shipped_boosters(op, tmp_path):
+    model = load_model(op)
+    built = Forest.from_boosters(model.booster, model.quantile_booster)
+    shipped = Forest.load(MODEL_DIR / f"{op}.forest.npz")
+    again = Forest.load(built.save(tmp_path / "f.npz"))
+    for forest in (shipped, again):
+        for name in ("feature", "threshold", "default_right", "children", "leaf_value", "roots", "combine", "base"):
+            np.testing.assert_array_equal(getattr(forest, name), getattr(built, name), err_msg=name)
+        assert (forest.n_features, forest.depth) == (built.n_features, built.depth)
 
 
 def test_forest_missing_values_and_two_boosters_match_xgboost():

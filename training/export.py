@@ -1,4 +1,4 @@
-"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj and the <op>.json manifest."""
+"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj, <op>.forest.npz and the <op>.json manifest."""
 from __future__ import annotations
 
 import datetime as dt
@@ -12,6 +12,7 @@ import pandas as pd
 
 from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION
 from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, RANGE_COLUMNS, matrix_columns
+from kernelcast.predictors.trees import Forest
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
 
 
@@ -53,7 +54,7 @@ def _json_default(value):
 
 
 def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | None = None) -> list[Path]:
-    """Write the boosters and the manifest atomically (temp file + os.replace); returns the paths."""
+    """Write the boosters, their numpy forest and the manifest atomically (temp file + os.replace); returns the paths."""
     out_dir = Path(out_dir or MODEL_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -63,6 +64,7 @@ def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | No
         booster.save_model(str(tmp))
         os.replace(tmp, path)
         paths.append(path)
+    paths.append(Forest.from_boosters(model.booster_, model.quantile_booster_).save(out_dir / f"{op}.forest.npz"))
     path = out_dir / f"{op}.json"
     tmp = out_dir / f".{op}.{os.getpid()}.tmp.json"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n")
