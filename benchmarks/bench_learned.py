@@ -42,14 +42,15 @@ def _timed(fn, items) -> np.ndarray:
     return np.asarray(out) * 1e6
 
 
-def _median_s(fn, runs: int = 3) -> float:
-    """Median wall time of ``runs`` calls: steady state (a first call also pays page faults and thread start-up)."""
+def _median_s(fn, runs: int = 3):
+    """(median wall time of ``runs`` calls, the last call's result): steady state (a first call also pays
+    page faults and thread start-up)."""
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.median(times)), result
 
 
 def bench_op(op: str, rows: int, calls: int) -> dict | None:
@@ -69,10 +70,8 @@ def bench_op(op: str, rows: int, calls: int) -> dict | None:
     assert predict_latency(descs[0]).model == model.name, "benchmark rows must take the learned path"
     batch = frame.head(rows)
     columns = {c: batch[c].to_numpy() for c in batch}
-    learned_s = _median_s(lambda: serve(columns))
-    many_s = _median_s(lambda: predict_many(batch))
-    p50, _, _ = serve(columns)
-    out = predict_many(batch)
+    learned_s, (p50, _, _) = _median_s(lambda: serve(columns))
+    many_s, out = _median_s(lambda: predict_many(batch))
     return {"op": op, "model": model.name, "calls": calls, "rows": len(batch),
             "model_one_row_p50_us": float(np.median(model_us)), "model_one_row_p90_us": float(np.percentile(model_us, 90)),
             "predict_latency_p50_us": float(np.median(api_us)), "predict_latency_p90_us": float(np.percentile(api_us, 90)),

@@ -79,9 +79,8 @@ def _key(value: Any) -> tuple:
 def _per_unique(frame: pd.DataFrame, values: np.ndarray, check) -> np.ndarray:
     """Run a scalar check once per distinct value; errors name the first row holding it."""
     if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):    # strings and None: hash in C
-        codes, uniques = pd.factorize(values, use_na_sentinel=False)
-        first = np.unique(codes, return_index=True)[1]
-        results = np.empty(len(uniques), dtype=object)
+        codes, first = key_codes(values)
+        results = np.empty(len(first), dtype=object)
         for code, i in enumerate(first):
             try:
                 results[code] = check(values[i], int(i))

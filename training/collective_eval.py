@@ -82,10 +82,9 @@ def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dic
         served = np.where(covered(frame, test), pred, floor)
         part = frame[test]
         for source in sorted(part["source"].unique()):
-            for collective in ["all", *sorted(part.loc[part["source"] == source, "collective"].unique())]:
-                s = (part["source"] == source).to_numpy()
-                if collective != "all":
-                    s = s & (part["collective"] == collective).to_numpy()
+            mine = (part["source"] == source).to_numpy()
+            for collective in ["all", *sorted(part.loc[mine, "collective"].unique())]:
+                s = mine if collective == "all" else mine & (part["collective"] == collective).to_numpy()
                 measured, nbytes = part["latency_us"].to_numpy()[s], part["bytes"].to_numpy()[s]
                 out.append({"split": f"leave_one_{by}_out", "held_out": str(value), "source": source,
                             "collective": collective,
