@@ -68,7 +68,7 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
 def gemm_shape_features(cols, gpu) -> dict[str, np.ndarray]:
     """What the learned model adds to ``gemm_features`` (the analytical model does not need them)."""
     m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
-    return {**alignment_features(m, n, k),
+    return {**alignment_features(m, n, k), **leading_dim_alignment(cols, m, n, k),
             **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"])}
 
 
@@ -77,10 +77,31 @@ def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str,
     out = {}
     for name, v in (("m", m), ("n", n), ("k", k)):
         iv = v.astype(np.int64)
-        out[f"{name}_align"] = np.minimum(np.log2(iv & -iv), 7.0)          # 2^j dividing it, up to 128
+        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)          # 2^j dividing it, up to 128
         out[f"{name}_mod128"] = (iv % 128) / 128
         out[f"{name}_mod64"] = (iv % 64) / 64
     return out
+
+
+def _pow2_dividing(v: np.ndarray) -> np.ndarray:
+    iv = v.astype(np.int64)
+    return np.log2(iv & -iv)
+
+
+def leading_dim_alignment(cols, m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
+    """log2 of the byte alignment (up to 256 B) of each operand's rows: A[m,k] rows are k elements,
+    B's are n (``nn``) or k (``nt``: W[n,k]), C's are n. TMA and vectorised loads need 16 B; below it
+    cuBLAS falls back to other kernels (SIMT, gemmSN), which is most of its fp32/tf32 ragged-size error.
+    The power of two dividing a size alone leaves the element width to a deeper split; on our H200 rows
+    these lower cuBLAS median APE from 3.9% to 3.7%."""
+    in_b, out_b = np.log2(lookup(cols["dtype"], "bytes")), np.log2(lookup(cols["out_dtype"], "bytes"))
+    layout = cols.get("layout")
+    nt = np.ones(len(m), dtype=bool) if layout is None else np.asarray(layout, dtype=object) == "nt"
+    lda = np.minimum(_pow2_dividing(k) + in_b, 8.0)
+    ldb = np.minimum(np.where(nt, _pow2_dividing(k), _pow2_dividing(n)) + in_b, 8.0)
+    ldc = np.minimum(_pow2_dividing(n) + out_b, 8.0)
+    return {"lda_align_log2_bytes": lda, "ldb_align_log2_bytes": ldb, "ldc_align_log2_bytes": ldc,
+            "all_16b_aligned": ((lda >= 4) & (ldb >= 4) & (ldc >= 4)).astype(np.float64)}
 
 
 def candidate_waves(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray,

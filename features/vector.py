@@ -8,14 +8,16 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.attention import attention_features
-from kernelcast.features.common import GPU_COLUMNS, clock_features, gpu_columns
+from kernelcast.features.common import GPU_COLUMNS, clock_features, gpu_columns, latency_scale
 from kernelcast.features.desc import COLLECTIVES, LAYOUTS, OP_BACKENDS, OP_DTYPES, OUTSIDE_BACKENDS
 from kernelcast.features.gemm import gemm_features, gemm_shape_features
 from kernelcast.features.moe import moe_features
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
-FEATURE_VERSION = "3"
+FEATURE_VERSION = "4"
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
+#: per-row values beside the features: the roofline floor (reported) and the target's scale (log(latency / scale_us))
+TARGET_COLUMNS = ("floor_us", "scale_us")
 
 CATEGORICAL: dict[str, dict[str, tuple[str, ...]]] = {
     "gemm": {"backend": OP_BACKENDS["gemm"], "dtype": OP_DTYPES["gemm"], "source": SOURCES, "layout": LAYOUTS},
@@ -62,7 +64,8 @@ def default_source(backend) -> np.ndarray:
 
 
 def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -> dict[str, np.ndarray]:
-    """Numeric features (``feature_names(op)`` order) plus ``floor_us``, from description columns.
+    """Numeric features (``feature_names(op)`` order) plus ``floor_us`` (the roofline floor) and
+    ``scale_us`` (the learned target's denominator), from description columns.
 
     ``learned=False`` leaves out what only the learned models read (the analytical model's inputs stay).
     """
@@ -73,14 +76,16 @@ def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -
         floor = out.pop("floor_us")
         out.update(_LEARNED_ONLY[op](cols, gpu, {**out, "floor_us": floor}))
         out["floor_us"] = floor
+    # collectives: NCCL's model time is both (it has its own latency terms)
+    out["scale_us"] = out["floor_us"] if op == "collective" else latency_scale(out["floor_us"], gpu["boost_clock_hz"])
     return out
 
 
 @functools.cache
 def feature_names(op: str) -> tuple[str, ...]:
-    """The numeric features of ``op`` in model order (``floor_us`` is the target's denominator, not a feature)."""
+    """The numeric features of ``op`` in model order (``floor_us`` and ``scale_us`` are not features)."""
     example = {**_EXAMPLES[op], "gpu": ["h200_sxm"]}
-    return tuple(name for name in feature_columns(example, op) if name != "floor_us")
+    return tuple(name for name in feature_columns(example, op) if name not in TARGET_COLUMNS)
 
 
 def categorical_frame(cols: Mapping[str, object], op: str, n: int) -> dict[str, pd.Categorical]:
@@ -95,12 +100,12 @@ def categorical_frame(cols: Mapping[str, object], op: str, n: int) -> dict[str, 
 
 
 def build_features(frame: pd.DataFrame | Mapping[str, object], op: str) -> pd.DataFrame:
-    """Model input for rows of one op: numeric features, categorical columns, then ``floor_us``."""
+    """Model input for rows of one op: numeric features, categorical columns, then ``TARGET_COLUMNS``."""
     cols = frame if isinstance(frame, Mapping) else {c: frame[c].to_numpy() for c in frame.columns}
     numeric = feature_columns(cols, op)
     n = len(numeric["floor_us"])
     data = {name: numeric[name] for name in feature_names(op)}
     data.update(categorical_frame(cols, op, n))
-    data["floor_us"] = numeric["floor_us"]
+    data.update({c: numeric[c] for c in TARGET_COLUMNS})
     index = frame.index if isinstance(frame, pd.DataFrame) else None
     return pd.DataFrame(data, index=index)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kernelcast.features.common import KERNEL_FLOOR_CYCLES, kernel_floor_us
 from kernelcast.features.vector import feature_columns
 
 #: fraction of dense peak a well-tuned kernel sustains in its main loop, per op and backend class.
@@ -23,8 +24,6 @@ FP32_SIMT_EFFICIENCY = 0.85
 #: fraction of HBM bandwidth a streaming kernel sustains (device copy ~4.3 of 4.8 TB/s on H200;
 #: weight-streaming GEMV-like kernels land lower)
 MEMORY_EFFICIENCY = 0.75
-#: device time of the shortest kernel: launch ramp, prologue and epilogue (µs)
-KERNEL_FLOOR_US = 2.5
 #: kernels one call launches: GEMM 1 (+1 split-K reduction), attention 1; fused MoE 5 (align, up+gate,
 #: activation, down, combine); the per-expert torch loop 4 per active expert (gather, up+gate,
 #: activation, down) plus routing and combine
@@ -38,7 +37,7 @@ def assumptions(op: str) -> str:
         return "NCCL 2.30.7 cost model (ring/tree x LL/LL128/Simple, per-architecture constants); NVLS off"
     eff = ", ".join(f"{b} {e:.0%}" for b, e in COMPUTE_EFFICIENCY[op].items())
     return (f"compute efficiency {eff} of dense peak, wave-quantized; memory {MEMORY_EFFICIENCY:.0%} of HBM "
-            f"bandwidth; {KERNEL_FLOOR_US} us per kernel floor; interval x/÷{INTERVAL_FACTOR:g} (uncalibrated)")
+            f"bandwidth; {KERNEL_FLOOR_CYCLES:g} cycles (2.5 us at 1.98 GHz) per kernel floor; interval x/÷{INTERVAL_FACTOR:g} (uncalibrated)")
 
 
 def _compute_efficiency(op: str, backend: np.ndarray, dtype: np.ndarray) -> np.ndarray:
@@ -63,7 +62,7 @@ def predict_columns(cols, op: str, features: dict | None = None) -> dict[str, np
         kernels = KERNELS_PER_CALL[op] + (f["split_k"] > 1 if op == "gemm" else 0)
         if op == "moe":
             kernels = np.where(backend == "torch", 2 + TORCH_MOE_KERNELS_PER_EXPERT * f["active_experts"], kernels)
-        t_fixed = np.broadcast_to(KERNEL_FLOOR_US * kernels, t_compute.shape)
+        t_fixed = np.broadcast_to(kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels, t_compute.shape)
         latency = np.maximum(t_compute, t_memory) + t_fixed
         bound = np.where(t_fixed > np.maximum(t_compute, t_memory), "latency",
                          np.where(t_memory > t_compute, "memory", "compute")).astype(object)

@@ -1,7 +1,7 @@
 """Learned models: the model matrix, shipped XGBoost models with their manifests, coverage and intervals.
 
 A shipped model is ``models/<op>.ubj`` (the log-efficiency regressor, target
-log(latency_us / floor_us)), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model),
+log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model),
 ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and ``models/<op>.json`` (the
 manifest: features and FEATURE_VERSION, training-data fingerprint, metrics, versions, what it
 covers, conformal offsets). xgboost is imported only for a batch over NUMPY_ROWS; without it
@@ -104,12 +104,12 @@ def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndar
     return table[source_codes(x, op)]                    # -1 picks the trailing global offset
 
 
-def to_latency(floor_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
+def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
     """Log-efficiency predictions -> (p50, low, high) in µs; the interval always contains p50."""
-    floor = np.asarray(floor_us, dtype=np.float64)
-    p50 = floor * np.exp(point)
-    low = np.minimum(floor * np.exp(quantiles[:, 0] - offset), p50)
-    high = np.maximum(floor * np.exp(quantiles[:, -1] + offset), p50)
+    scale = np.asarray(scale_us, dtype=np.float64)
+    p50 = scale * np.exp(point)
+    low = np.minimum(scale * np.exp(quantiles[:, 0] - offset), p50)
+    high = np.maximum(scale * np.exp(quantiles[:, -1] + offset), p50)
     return p50, low, high
 
 
@@ -194,7 +194,7 @@ class LearnedModel:
                 self.threads = threads
             point = self.booster.inplace_predict(x)
             quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
-        return to_latency(np.asarray(features["floor_us"], dtype=np.float64), point, quantiles,
+        return to_latency(np.asarray(features["scale_us"], dtype=np.float64), point, quantiles,
                           row_offsets(x, self.op, self.manifest["conformal"]))
 
 

@@ -17,7 +17,8 @@ PINNED = {
                             "wave_efficiency", "k_iterations",
                             "m_padding", "n_padding", "weights_fit_l2", "all_fit_l2", "ridge_ratio",
                             "m_align", "m_mod128", "m_mod64", "n_align", "n_mod128", "n_mod64", "k_align", "k_mod128",
-                            "k_mod64", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
+                            "k_mod64", "lda_align_log2_bytes", "ldb_align_log2_bytes", "ldc_align_log2_bytes",
+                            "all_16b_aligned", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
                             "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle"),
     "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                                  "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
@@ -36,7 +37,7 @@ PINNED = {
 @pytest.mark.parametrize("op", PINNED)
 def test_feature_names_and_order_are_pinned(op):
     # Changing these means bumping FEATURE_VERSION (shipped models pin both).
-    assert FEATURE_VERSION == "3"
+    assert FEATURE_VERSION == "4"
     assert feature_names(op) == PINNED[op]
 
 
@@ -62,6 +63,27 @@ def test_gemm_by_hand_on_h200():
     # the floor in H200 boost-clock cycles (1.98 GHz), HBM bytes per cycle (4.8 TB/s / 1.98 GHz)
     assert f["log2_floor_cycles"] == pytest.approx(np.log2(33_570_816 / 4.8e12 * 1.98e9))
     assert f["bytes_per_cycle"] == pytest.approx(4.8e12 / 1.98e9)
+    # the learned target's scale: the floor plus one kernel's 4950 cycles (2.5 µs at 1.98 GHz)
+    assert f["scale_us"] == pytest.approx(33_570_816 / 4.8e12 * 1e6 + 2.5)
+    # rows of A and W (nt) are 4096 bf16 = 8 KiB (capped at 256 B); C's rows too
+    assert (f["lda_align_log2_bytes"], f["ldb_align_log2_bytes"], f["ldc_align_log2_bytes"]) == (8, 8, 8)
+
+
+def test_leading_dimension_alignment_in_bytes():
+    # fp32 k=12: A's rows are 48 B (16 B-aligned); nn B's rows are n=100 fp32 = 400 B (16 B); C's 400 B
+    f = _features("gemm", m=37, n=100, k=12, batch=1, dtype="fp32", out_dtype="fp32", backend="cublas",
+                  layout="nn", config=None)
+    assert (f["lda_align_log2_bytes"], f["ldb_align_log2_bytes"], f["ldc_align_log2_bytes"]) == (4, 4, 4)
+    assert f["all_16b_aligned"] == 1.0
+    # bf16 k=100 nt: A and W rows are 200 B (8 B-aligned), so no TMA; bf16 C rows n=6: 12 B (4 B)
+    f = _features("gemm", m=37, n=6, k=100, batch=1, dtype="bf16", out_dtype="bf16", backend="cublas",
+                  layout="nt", config=None)
+    assert (f["lda_align_log2_bytes"], f["ldb_align_log2_bytes"], f["ldc_align_log2_bytes"]) == (3, 3, 2)
+    assert f["all_16b_aligned"] == 0.0
+    # nn reads B's rows along n: n=6 bf16 = 12 B
+    g = _features("gemm", m=37, n=6, k=100, batch=1, dtype="bf16", out_dtype="bf16", backend="cublas",
+                  layout="nn", config=None)
+    assert g["ldb_align_log2_bytes"] == 2
 
 
 def test_gemm_triton_config_sets_tiles():

@@ -8,6 +8,8 @@ from kernelcast import predict_many
 from kernelcast.predictors import analytical as A
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
+#: one kernel's fixed time on H200: 4950 cycles at the 1.98 GHz boost clock
+KERNEL_FLOOR_H200_US = 2.5
 
 
 def predict_latency(desc):
@@ -20,7 +22,7 @@ def test_gemm_8192_cubed_is_compute_bound_at_the_bf16_peak():
     assert p.floor_us == pytest.approx(2 * 8192**3 / 989.4e12 * 1e6, rel=0.01)
     assert p.bound == "compute" and p.model == "analytical" and not p.in_distribution
     # 128×256 tiles: 64·32 = 2048 tiles over 132 SMs = 16 waves at 2048/2112 efficiency
-    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["gemm"]["cublas"] * 2048 / 2112) + A.KERNEL_FLOOR_US
+    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["gemm"]["cublas"] * 2048 / 2112) + KERNEL_FLOOR_H200_US
     assert p.latency_us == pytest.approx(expected)
     assert p.low_us <= p.latency_us <= p.high_us
 
@@ -30,11 +32,15 @@ def test_gemv_is_memory_bound():
     floor = (4096 + 4096 * 4096 + 4096) * 2 / 4.8e12 * 1e6
     assert p.bound == "memory" and p.floor_us == pytest.approx(floor)
     # split-K (2 splits fill the SMs) adds the reduction kernel
-    assert p.latency_us == pytest.approx(floor / A.MEMORY_EFFICIENCY + 2 * A.KERNEL_FLOOR_US)
+    assert p.latency_us == pytest.approx(floor / A.MEMORY_EFFICIENCY + 2 * KERNEL_FLOOR_H200_US)
 
 
 def test_tiny_gemm_is_latency_bound():
-    assert predict_latency({**GEMM, "m": 16, "n": 16, "k": 16}).bound == "latency"
+    p = predict_latency({**GEMM, "m": 16, "n": 16, "k": 16})
+    assert p.bound == "latency" and p.latency_us == pytest.approx(KERNEL_FLOOR_H200_US, abs=0.01)
+    # the fixed time is 4950 cycles: 3.51 µs at A100's 1.41 GHz boost clock
+    a100 = predict_latency({**GEMM, "gpu": "A100", "m": 16, "n": 16, "k": 16})
+    assert a100.latency_us == pytest.approx(4950 / 1.41e3, abs=0.01)
 
 
 def test_attention_prefill_by_hand():
@@ -44,7 +50,7 @@ def test_attention_prefill_by_hand():
     flops = 4 * 32 * 128 * 4096 * 4097 / 2
     assert p.floor_us == pytest.approx(flops / 989.4e12 * 1e6)
     units = 32 * 32                                                  # 32 q-tiles × 32 heads = 1024 → 8 waves
-    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["attention"]["flash"] * units / (8 * 132)) + A.KERNEL_FLOOR_US
+    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["attention"]["flash"] * units / (8 * 132)) + KERNEL_FLOOR_H200_US
     assert p.bound == "compute" and p.latency_us == pytest.approx(expected)
 
 
@@ -56,7 +62,7 @@ def test_moe_decode_streams_only_active_experts():
     acts = 2 * 4096 * 2 + 2 * (2 * 14336 + 14336) * 2
     assert p.bound == "memory" and p.floor_us == pytest.approx((weights + acts) / 4.8e12 * 1e6)
     # the per-expert torch loop pays 4 kernels per active expert, plus routing and combine
-    assert p.latency_us == pytest.approx(p.floor_us / A.MEMORY_EFFICIENCY + A.KERNEL_FLOOR_US * (2 + 4 * 2))
+    assert p.latency_us == pytest.approx(p.floor_us / A.MEMORY_EFFICIENCY + KERNEL_FLOOR_H200_US * (2 + 4 * 2))
 
 
 def test_predict_many_equals_predict_latency_for_mixed_ops():

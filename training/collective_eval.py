@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import build_features
+from kernelcast.features.vector import TARGET_COLUMNS, build_features
 from kernelcast.training import data
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,7 +35,7 @@ def load_rows(ours: Path = REPO / "datasets" / "collective") -> pd.DataFrame:
 
 
 def with_features(frame: pd.DataFrame) -> pd.DataFrame:
-    """Model input (numeric features, categoricals, floor_us = NCCL's model time) for ``frame``'s rows."""
+    """Model input (numeric features, categoricals, floor_us = scale_us = NCCL's model time) for ``frame``'s rows."""
     return build_features(frame.reset_index(drop=True), "collective")
 
 
@@ -52,13 +52,13 @@ def ape_stats(err: np.ndarray, nbytes: np.ndarray) -> dict[str, float]:
 
 
 def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
-    """Train XGBoost on log(measured / floor) of ``train`` (feature frames), predict µs for ``test``."""
+    """Train XGBoost on log(measured / scale) of ``train`` (feature frames), predict µs for ``test``."""
     import xgboost as xgb
 
-    cols = [c for c in train.columns if c not in ("floor_us", "latency_us")]
+    cols = [c for c in train.columns if c not in (*TARGET_COLUMNS, "latency_us")]
     model = xgb.XGBRegressor(**XGB_PARAMS)
-    model.fit(train[cols], np.log(train["latency_us"] / train["floor_us"]))
-    return np.exp(model.predict(test[cols])) * test["floor_us"].to_numpy()
+    model.fit(train[cols], np.log(train["latency_us"] / train["scale_us"]))
+    return np.exp(model.predict(test[cols])) * test["scale_us"].to_numpy()
 
 
 def covered(frame: pd.DataFrame, test: np.ndarray) -> np.ndarray:

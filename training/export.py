@@ -34,7 +34,7 @@ def build_manifest(model, op: str, train_frame: pd.DataFrame, fingerprint: str, 
     return {
         "format": MANIFEST_FORMAT, "op": op, "feature_version": FEATURE_VERSION, "features": matrix_columns(op),
         "categories": {k: list(v) for k, v in CATEGORICAL[op].items()},
-        "target": "log(latency_us / floor_us)", "data_fingerprint": fingerprint, "n_train": model.n_train_,
+        "target": "log(latency_us / scale_us)", "data_fingerprint": fingerprint, "n_train": model.n_train_,
         **coverage_of(train_frame, op),
         "conformal": {**model.conformal_, "quantiles": list(model.quantiles),
                       "coverage_target": model.coverage, "n_calibration": model.n_calibration_,

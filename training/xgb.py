@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import CATEGORICAL, feature_names
+from kernelcast.features.vector import CATEGORICAL, TARGET_COLUMNS, feature_names
 from kernelcast.predictors.learned import (conformal_offset, feature_matrix, matrix_columns, row_offsets,
                                            source_codes, to_latency)
 from kernelcast.training.splits import bucket
@@ -16,7 +16,7 @@ CALIBRATION_SALT = 0x6B63_6361_6C69_6231   # "kccalib1"
 
 
 class LatencyRegressor:
-    """Predicts latency_us from ``build_features`` output; the target is log(latency / floor_us).
+    """Predicts latency_us from ``build_features`` output; the target is log(latency / scale_us).
 
     ``fit`` trains the point model on every row, the p10/p90 quantile model on the rows outside a
     calibration slice (chosen by shape hash), then sets the split-conformal (CQR) offset on that
@@ -58,17 +58,17 @@ class LatencyRegressor:
         return xgb.DMatrix(x, label=y, weight=weight, feature_names=matrix_columns(self.op), nthread=self.n_jobs)
 
     def _validate(self, features: pd.DataFrame, latency_us) -> tuple[np.ndarray, np.ndarray]:
-        missing = [c for c in [*feature_names(self.op), *CATEGORICAL[self.op], "floor_us"] if c not in features]
+        missing = [c for c in [*feature_names(self.op), *CATEGORICAL[self.op], *TARGET_COLUMNS] if c not in features]
         if missing:
             raise ValueError(f"features must be build_features(frame, {self.op!r}) output; missing {missing[:5]}")
         y = np.asarray(latency_us, dtype=np.float64)
-        floor = features["floor_us"].to_numpy(dtype=np.float64)
+        scale = features["scale_us"].to_numpy(dtype=np.float64)
         if len(y) != len(features) or not (np.isfinite(y) & (y > 0)).all():
             raise ValueError(f"latency_us must be {len(features)} positive finite values; got {len(y)} "
                              f"with {int((~(np.isfinite(y) & (y > 0))).sum())} bad")
-        if not (np.isfinite(floor) & (floor > 0)).all():
-            raise ValueError("features['floor_us'] must be positive and finite on every row")
-        return feature_matrix(features, self.op), np.log(y / floor)
+        if not (np.isfinite(scale) & (scale > 0)).all():
+            raise ValueError("features['scale_us'] must be positive and finite on every row")
+        return feature_matrix(features, self.op), np.log(y / scale)
 
     def fit(self, features: pd.DataFrame, latency_us, shape_hashes=None, sample_weight=None) -> "LatencyRegressor":
         """Fit on ``build_features`` rows and measured latency; ``shape_hashes`` pick the calibration slice."""
@@ -123,7 +123,7 @@ class LatencyRegressor:
         self._check_fitted()
         x = feature_matrix(features, self.op)
         offset = row_offsets(x, self.op, self.conformal_) if calibrated else 0.0
-        return to_latency(features["floor_us"].to_numpy(), self.booster_.inplace_predict(x), self._quantiles(x), offset)
+        return to_latency(features["scale_us"].to_numpy(), self.booster_.inplace_predict(x), self._quantiles(x), offset)
 
     def feature_importance(self) -> pd.Series:
         """Total gain per feature, largest first."""
