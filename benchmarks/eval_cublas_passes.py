@@ -1,9 +1,9 @@
-"""cuBLAS median APE on our H200 rows, random split, by collection pass: the main sweep's shapes vs the
-fp32/tf32-heavy, unaligned second pass (rows first measured at or after --since).
+"""cuBLAS median APE on our H200 rows, random split, by collection pass (the main sweep's shapes vs the
+fp32/tf32-heavy, unaligned `gemm_cublas_more` passes: rows first measured at or after --since) and by dtype.
 
 Usage: python benchmarks/eval_cublas_passes.py [--since 2026-11-29T23:00] [--json-out PATH]
 Trains the frozen split's model on our GEMM rows (as `kernelcast evaluate --op gemm --split random
---source kernelcast`), prints learned and analytical median APE per pass; writes JSON.
+--source kernelcast`), prints learned and analytical median APE per pass and per dtype; writes JSON.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from kernelcast.training.splits import make_splits
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--since", default="2026-11-29T23:00", help="rows measured from this UTC time on: the second pass")
+    parser.add_argument("--since", default="2026-11-29T23:00", help="rows measured from this UTC time on: the gemm_cublas_more passes")
     parser.add_argument("--json-out", default=str(Path(__file__).with_name("results") / "eval_cublas_passes.json"))
     args = parser.parse_args()
     cfg = RunConfig("gemm", sources=("kernelcast",), log_mlflow=False)
@@ -35,13 +35,18 @@ def main() -> None:
     keys = [from_row(r).key() for r in frame.iloc[np.flatnonzero(fold.test)].to_dict("records")]
     second = pd.Series(keys).map(first).astype(str).ge(args.since).to_numpy()
     rows = rows.assign(second_pass=second)
+    rows = rows[rows["backend"] == "cublas"]
+    rows = rows.assign(group=np.where(rows["second_pass"], "gemm_cublas_more passes (fp32/tf32-heavy, unaligned)",
+                                      "main sweep (gemm_cublas)"))
     out = []
-    for (backend, later), part in rows[rows["backend"] == "cublas"].groupby(["backend", "second_pass"]):
-        out.append({"pass": "second (fp32/tf32-heavy, unaligned)" if later else "main sweep", "rows": len(part),
-                    "learned_median_ape": float(np.median(np.abs(part["learned"] / part["measured"] - 1))),
-                    "analytical_median_ape": float(np.median(np.abs(part["analytical"] / part["measured"] - 1)))})
+    for by in ("group", "dtype"):
+        for value, part in rows.groupby(by):
+            out.append({"by": "pass" if by == "group" else by, "value": value, "rows": len(part),
+                        "learned_median_ape": float(np.median(np.abs(part["learned"] / part["measured"] - 1))),
+                        "analytical_median_ape": float(np.median(np.abs(part["analytical"] / part["measured"] - 1)))})
     for r in out:
-        print(f"{r['pass']:<38}{r['rows']:>7,}  learned {r['learned_median_ape']:.2%}  analytical {r['analytical_median_ape']:.2%}")
+        print(f"{r['by']:<6}{r['value']:<56}{r['rows']:>7,}  learned {r['learned_median_ape']:.2%}  "
+              f"analytical {r['analytical_median_ape']:.2%}")
     Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.json_out}")
 

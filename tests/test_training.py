@@ -64,6 +64,18 @@ def test_shape_hash_ignores_gpu_and_backend_and_fingerprint_sees_latency(rows):
     assert data.fingerprint(a, "gemm") != data.fingerprint(a.assign(latency_us=a.latency_us * 1.01), "gemm")
 
 
+def test_subsample_keeps_our_rows_and_caps_outside_groups_alike(outside):
+    # our committed H200 GEMM rows + the two imported outside tables
+    frame = data.load_rows("gemm", outside=outside)
+    ours = frame["source"].eq("kernelcast")
+    sizes = frame[~ours].groupby("gpu").size()
+    budget = int(sizes.min())                    # below both tables: each gets budget / 2
+    picked = data.subsample(frame, budget)
+    assert picked["source"].eq("kernelcast").sum() == ours.sum()
+    assert picked[picked.source != "kernelcast"].groupby("gpu").size().tolist() == [budget // 2] * 2
+    assert data.subsample(frame, int(sizes.sum())) is frame          # under the budget: everything
+
+
 def test_frozen_split_is_pinned():
     # the frozen evaluation split must never change: these buckets are its definition in numbers
     assert splits.bucket(np.array([0, 1, 2, 12345678901234567890], dtype=np.uint64), splits.FROZEN_SALT).tolist() \

@@ -22,7 +22,7 @@ def add_parsers(subparsers) -> None:
         p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
         p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")
         p.add_argument("--backend", default=None, help="only rows of this backend")
-        p.add_argument("--max-train-rows", type=int, default=200_000, help="training rows per fold (subsampled)")
+        p.add_argument("--max-train-rows", type=int, default=200_000, help="outside (aiconfigurator) training rows per fold, subsampled; our own rows are all kept")
         p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow (train then always exports)")
         p.add_argument("--json", action="store_true", help="print results as JSON")
         if name == "train":

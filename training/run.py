@@ -37,7 +37,7 @@ class RunConfig:
     sources: tuple[str, ...] = data.SOURCES     # row sources: our datasets and/or the aiconfigurator import
     dtype: str | None = None                    # keep only this dtype (e.g. the bf16 GEMM LOGO benchmark)
     backend: str | None = None                  # keep only this backend
-    max_train_rows: int = 200_000               # per fold, drawn per (gpu, backend, source): 4 ops train in < 10 min on 2 cores
+    max_train_rows: int = 200_000               # outside rows per fold, drawn per (gpu, backend, source); ours all kept
     max_test_rows: int = 150_000                # per fold, evaluation rows (a seeded sample when more)
     params: dict = field(default_factory=dict)  # LatencyRegressor overrides
     balance_sources: bool = True                # weight rows so each source carries the same total weight
