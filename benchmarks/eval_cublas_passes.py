@@ -33,11 +33,10 @@ def main() -> None:
     times = pd.read_parquet(data.DATASETS / "gemm", columns=["desc_key", "time", "repeat_of"])
     first = times[times["repeat_of"].isna()].groupby("desc_key")["time"].min()
     keys = [from_row(r).key() for r in frame.iloc[np.flatnonzero(fold.test)].to_dict("records")]
-    second = pd.Series(keys).map(first).astype(str).ge(args.since).to_numpy()
-    rows = rows.assign(second_pass=second)
-    rows = rows[rows["backend"] == "cublas"]
-    rows = rows.assign(group=np.where(rows["second_pass"], "gemm_cublas_more passes (fp32/tf32-heavy, unaligned)",
+    later = pd.Series(keys).map(first).astype(str).ge(args.since).to_numpy()
+    rows = rows.assign(group=np.where(later, "gemm_cublas_more passes (fp32/tf32-heavy, unaligned)",
                                       "main sweep (gemm_cublas)"))
+    rows = rows[rows["backend"] == "cublas"]
     out = []
     for by in ("group", "dtype"):
         for value, part in rows.groupby(by):

@@ -65,10 +65,11 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     }
 
 
-def gemm_shape_features(cols, gpu) -> dict[str, np.ndarray]:
-    """What the learned model adds to ``gemm_features`` (the analytical model does not need them)."""
+def gemm_shape_features(cols, gpu, base) -> dict[str, np.ndarray]:
+    """What the learned model adds to ``gemm_features`` (``base``: its output; the analytical model needs none of it)."""
     m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
-    return {**alignment_features(m, n, k), **leading_dim_alignment(cols, m, n, k),
+    return {**alignment_features(m, n, k),
+            **leading_dim_alignment(cols.get("layout"), m, n, k, base["elem_bytes"], base["out_bytes"]),
             **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"])}
 
 
@@ -88,14 +89,14 @@ def _pow2_dividing(v: np.ndarray) -> np.ndarray:
     return np.log2(iv & -iv)
 
 
-def leading_dim_alignment(cols, m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
+def leading_dim_alignment(layout, m: np.ndarray, n: np.ndarray, k: np.ndarray, in_bytes: np.ndarray,
+                          out_bytes: np.ndarray) -> dict[str, np.ndarray]:
     """log2 of the byte alignment (up to 256 B) of each operand's rows: A[m,k] rows are k elements,
     B's are n (``nn``) or k (``nt``: W[n,k]), C's are n. TMA and vectorised loads need 16 B; below it
     cuBLAS falls back to other kernels (SIMT, gemmSN), which is most of its fp32/tf32 ragged-size error.
     The power of two dividing a size alone leaves the element width to a deeper split; on our H200 rows
     these lower cuBLAS median APE from 3.9% to 3.7%."""
-    in_b, out_b = np.log2(lookup(cols["dtype"], "bytes")), np.log2(lookup(cols["out_dtype"], "bytes"))
-    layout = cols.get("layout")
+    in_b, out_b = np.log2(in_bytes), np.log2(out_bytes)
     nt = np.ones(len(m), dtype=bool) if layout is None else np.asarray(layout, dtype=object) == "nt"
     lda = np.minimum(_pow2_dividing(k) + in_b, 8.0)
     ldb = np.minimum(np.where(nt, _pow2_dividing(k), _pow2_dividing(n)) + in_b, 8.0)

@@ -35,8 +35,10 @@ def _collective(cols, gpu):
 
 _OP_FEATURES = {"gemm": gemm_features, "attention": attention_features, "moe": moe_features,
                 "collective": _collective}
+
+
 def _gemm_learned(cols, gpu, base):
-    return {**gemm_shape_features(cols, gpu), **clock_features(base)}
+    return {**gemm_shape_features(cols, gpu, base), **clock_features(base)}
 
 
 def _clock_only(cols, gpu, base):
@@ -67,7 +69,8 @@ def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -
     """Numeric features (``feature_names(op)`` order) plus ``floor_us`` (the roofline floor) and
     ``scale_us`` (the learned target's denominator), from description columns.
 
-    ``learned=False`` leaves out what only the learned models read (the analytical model's inputs stay).
+    ``learned=False`` leaves out what only the learned models read, ``scale_us`` included (the analytical
+    model's inputs stay).
     """
     gpu = gpu_columns(cols["gpu"])
     out = {f"gpu_{c}": gpu[c] for c in GPU_COLUMNS}
@@ -76,8 +79,8 @@ def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -
         floor = out.pop("floor_us")
         out.update(_LEARNED_ONLY[op](cols, gpu, {**out, "floor_us": floor}))
         out["floor_us"] = floor
-    # collectives: NCCL's model time is both (it has its own latency terms)
-    out["scale_us"] = out["floor_us"] if op == "collective" else latency_scale(out["floor_us"], gpu["boost_clock_hz"])
+    if learned:            # collectives: NCCL's model time is both (it has its own latency terms)
+        out["scale_us"] = out["floor_us"] if op == "collective" else latency_scale(out["floor_us"], gpu["boost_clock_hz"])
     return out
 
 
