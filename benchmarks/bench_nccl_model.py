@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernelcast.features.collective import collective_features
+from kernelcast.features.ops.collective import collective_features
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.nccl_model import nccl_time_for_gpu
 from kernelcast.collect.importers.aiconfigurator import ensure_cache

@@ -17,7 +17,8 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
-from kernelcast.features.desc import DESC_TYPES, OPS, op_fields
+from kernelcast.features.desc import op_fields
+from kernelcast.features.ops import get_op
 
 SCHEMA_VERSION = "1"
 SCHEMA_KEY = b"kernelcast.schema_version"
@@ -35,14 +36,13 @@ _ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of":
 def _desc_type(op: str, name: str) -> pa.DataType:
     if name == "op":
         return pa.string()
-    annotation = DESC_TYPES[op].__dataclass_fields__[name].type
-    return {"int": pa.int64(), "bool": pa.bool_()}.get(str(annotation), pa.string())
+    kind = getattr(get_op(op).fields.get(name), "python_type", str)
+    return {int: pa.int64(), bool: pa.bool_()}.get(kind, pa.string())
 
 
 def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
     """The arrow schema of one op family's rows; ``ncu__`` metric columns are float64, sorted."""
-    if op not in OPS:
-        raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
+    get_op(op)                                    # an unknown op names the known ones
     fields = [pa.field(n, _desc_type(op, n)) for n in op_fields(op)]
     fields += [pa.field(n, _LABEL_TYPES.get(n, pa.string())) for n in LABEL_COLUMNS]
     fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]

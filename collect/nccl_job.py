@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from kernelcast.collect import dataset
 from kernelcast.collect.workloads import collective as W
-from kernelcast.features.desc import COLLECTIVES, CollectiveDesc
+from kernelcast.features.ops.collective import COLLECTIVES, CollectiveDesc
 from kernelcast.features.gpu import get_gpu, resolve_gpu_name
 
 #: columns collective rows carry beyond the common schema (see report: an op-specific extension)

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from kernelcast.features.desc import COLLECTIVES, parse_desc
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.ops.collective import COLLECTIVES
 from kernelcast.features.gpu import resolve_gpu_name
 
 #: nccl-tests binary -> our collective name

@@ -8,7 +8,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.desc import DTYPE_BYTES, DTYPE_PEAK
+from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK
 from kernelcast.features.gpu import get_gpu
 
 #: GPU spec numbers every feature row carries, in this order
@@ -128,3 +128,32 @@ def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"log2_floor_cycles": np.log2(np.asarray(base["floor_us"], dtype=np.float64) * 1e-6 * clock),
             "bytes_per_cycle": np.asarray(base["gpu_memory_bandwidth_bps"], dtype=np.float64) / clock}
 
+
+
+#: fraction of HBM bandwidth a streaming kernel sustains (device copy ~4.3 of 4.8 TB/s on H200;
+#: weight-streaming GEMV-like kernels land lower) — the analytical model's memory assumption for every op
+MEMORY_EFFICIENCY = 0.75
+
+
+def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernels) -> tuple[np.ndarray, np.ndarray]:
+    """The analytical answer of a compute op: the slower of compute (at ``efficiency`` of peak, wave-quantized)
+    and memory (at ``MEMORY_EFFICIENCY``), plus each kernel's fixed time; and which term bounds it."""
+    t_compute = f["compute_floor_us"] / (efficiency * f["wave_efficiency"])
+    t_memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
+    t_fixed = np.broadcast_to(kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels, t_compute.shape)
+    body = np.maximum(t_compute, t_memory)
+    bound = np.where(t_fixed > body, "latency", np.where(t_memory > t_compute, "memory", "compute")).astype(object)
+    return body + t_fixed, bound
+
+
+def per_backend(table: Mapping[str, float], backend) -> np.ndarray:
+    """A per-backend constant for each row."""
+    backend = np.atleast_1d(np.asarray(backend, dtype=object))
+    uniq, inv = _unique(backend)
+    return np.asarray([table[b] for b in uniq], dtype=np.float64)[inv]
+
+
+def roofline_assumptions(efficiency: Mapping[str, float], kernels: str) -> str:
+    eff = ", ".join(f"{b} {e:.0%}" for b, e in efficiency.items())
+    return (f"compute efficiency {eff} of dense peak, wave-quantized; memory {MEMORY_EFFICIENCY:.0%} of HBM "
+            f"bandwidth; {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, {kernels}")

@@ -7,11 +7,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.attention import attention_features
-from kernelcast.features.common import GPU_COLUMNS, clock_features, gpu_columns, latency_scale
-from kernelcast.features.desc import COLLECTIVES, LAYOUTS, OP_BACKENDS, OP_DTYPES, OUTSIDE_BACKENDS
-from kernelcast.features.gemm import gemm_features, gemm_shape_features
-from kernelcast.features.moe import moe_features
+from kernelcast.features.common import GPU_COLUMNS, gpu_columns, latency_scale
+from kernelcast.features.fields import OUTSIDE_BACKENDS, ChoiceField
+from kernelcast.features.ops import get_op
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
 FEATURE_VERSION = "4"
@@ -19,45 +17,25 @@ SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 #: per-row values beside the features: the roofline floor (reported) and the target's scale (log(latency / scale_us))
 TARGET_COLUMNS = ("floor_us", "scale_us")
 
-CATEGORICAL: dict[str, dict[str, tuple[str, ...]]] = {
-    "gemm": {"backend": OP_BACKENDS["gemm"], "dtype": OP_DTYPES["gemm"], "source": SOURCES, "layout": LAYOUTS},
-    "attention": {"backend": OP_BACKENDS["attention"], "dtype": OP_DTYPES["attention"], "source": SOURCES},
-    "moe": {"backend": OP_BACKENDS["moe"], "dtype": OP_DTYPES["moe"], "source": SOURCES},
-    "collective": {"backend": OP_BACKENDS["collective"], "dtype": OP_DTYPES["collective"], "source": SOURCES,
-                   "collective": COLLECTIVES},
-}
 
-
-def _collective(cols, gpu):
-    from kernelcast.features.collective import collective_features
-    return collective_features(cols, gpu)
-
-
-_OP_FEATURES = {"gemm": gemm_features, "attention": attention_features, "moe": moe_features,
-                "collective": _collective}
-
-
-def _gemm_learned(cols, gpu, base):
-    return {**gemm_shape_features(cols, gpu, base), **clock_features(base)}
-
-
-def _clock_only(cols, gpu, base):
-    return clock_features(base)
-
-
-#: features only the learned models read, skipped when only the analytical answer is wanted
-_LEARNED_ONLY = {"gemm": _gemm_learned, "attention": _clock_only, "moe": _clock_only}
-
-#: one valid description per op, used to read off the feature names in order
-_EXAMPLES = {
-    "gemm": {"m": [256], "n": [256], "k": [256], "batch": [1], "dtype": ["bf16"], "out_dtype": ["bf16"]},
-    "attention": {"batch": [1], "heads_q": [8], "heads_kv": [8], "seq_q": [128], "seq_kv": [128],
-                  "head_dim": [128], "causal": [True], "dtype": ["bf16"]},
-    "moe": {"tokens": [64], "hidden": [256], "ffn": [256], "experts": [8], "top_k": [2], "gated": [True],
-            "distribution": ["balanced"], "dtype": ["bf16"]},
-    "collective": {"collective": ["all_reduce"], "bytes": [1 << 20], "ranks": [8], "ranks_per_node": [8],
-                   "dtype": ["bf16"], "in_place": [False], "backend": ["nccl"]},
-}
+@functools.cache
+def categories(op: str) -> dict[str, tuple[str, ...]]:
+    """The one-hot encoded description columns of ``op`` and their fixed category lists."""
+    spec = get_op(op)
+    out = {}
+    for name in spec.categorical:
+        if name == "source":
+            out[name] = SOURCES
+        elif name == "backend":
+            out[name] = spec.backends
+        elif name == "dtype":
+            out[name] = spec.dtypes
+        else:
+            field = spec.fields[name]
+            if not isinstance(field, ChoiceField):
+                raise ValueError(f"op {op!r}: categorical column {name!r} is not a choice field")
+            out[name] = field.choices
+    return out
 
 
 def default_source(backend) -> np.ndarray:
@@ -66,34 +44,39 @@ def default_source(backend) -> np.ndarray:
 
 
 def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -> dict[str, np.ndarray]:
-    """Numeric features (``feature_names(op)`` order) plus ``floor_us`` (the roofline floor) and
+    """Numeric features (``feature_names(op)`` order) plus ``floor_us`` (the physical floor) and
     ``scale_us`` (the learned target's denominator), from description columns.
 
     ``learned=False`` leaves out what only the learned models read, ``scale_us`` included (the analytical
     model's inputs stay).
     """
+    spec = get_op(op)
     gpu = gpu_columns(cols["gpu"])
     out = {f"gpu_{c}": gpu[c] for c in GPU_COLUMNS}
-    out.update(_OP_FEATURES[op](cols, gpu))
-    if learned and op in _LEARNED_ONLY:
+    out.update(spec.features(cols, gpu))
+    if learned and spec.learned_features is not None:
         floor = out.pop("floor_us")
-        out.update(_LEARNED_ONLY[op](cols, gpu, {**out, "floor_us": floor}))
+        out.update(spec.learned_features(cols, gpu, {**out, "floor_us": floor}))
         out["floor_us"] = floor
-    if learned:            # collectives: NCCL's model time is both (it has its own latency terms)
-        out["scale_us"] = out["floor_us"] if op == "collective" else latency_scale(out["floor_us"], gpu["boost_clock_hz"])
+    if learned:
+        out["scale_us"] = spec.scale(out) if spec.scale is not None else \
+            latency_scale(out["floor_us"], gpu["boost_clock_hz"])
     return out
 
 
 @functools.cache
 def feature_names(op: str) -> tuple[str, ...]:
     """The numeric features of ``op`` in model order (``floor_us`` and ``scale_us`` are not features)."""
-    example = {**_EXAMPLES[op], "gpu": ["h200_sxm"]}
-    return tuple(name for name in feature_columns(example, op) if name not in TARGET_COLUMNS)
+    from kernelcast.features.desc import parse_desc
+
+    example = parse_desc({"op": op, "gpu": "h200_sxm", **get_op(op).example}).to_row()
+    cols = {k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None) for k, v in example.items()}
+    return tuple(name for name in feature_columns(cols, op) if name not in TARGET_COLUMNS)
 
 
 def categorical_frame(cols: Mapping[str, object], op: str, n: int) -> dict[str, pd.Categorical]:
     out = {}
-    for name, cats in CATEGORICAL[op].items():
+    for name, cats in categories(op).items():
         if name == "source" and "source" not in cols:
             values = default_source(cols["backend"])
         else:

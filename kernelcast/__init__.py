@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["predict_latency", "predict_many", "Prediction", "parse_desc", "get_gpu", "list_gpus"]
+__all__ = ["predict_latency", "predict_many", "Prediction", "parse_desc", "get_gpu", "list_gpus", "op_names"]
 
 
 def __getattr__(name: str):
@@ -13,6 +13,9 @@ def __getattr__(name: str):
     if name == "parse_desc":
         from kernelcast.features.desc import parse_desc
         return parse_desc
+    if name == "op_names":
+        from kernelcast.features.ops import op_names
+        return op_names
     if name in ("get_gpu", "list_gpus"):
         from kernelcast.features import gpu
         return getattr(gpu, name)

@@ -133,9 +133,9 @@ def _ensure_outside(args: argparse.Namespace) -> None:
     if args.command not in ("train", "evaluate") or getattr(args, "source", None) not in (None, "aiconfigurator"):
         return
     from kernelcast.collect.importers.aiconfigurator import ensure_cache
-    from kernelcast.features.desc import OPS
+    from kernelcast.features.ops import op_names
 
-    ensure_cache(OPS if args.op == "all" else [args.op])
+    ensure_cache(op_names() if args.op == "all" else [args.op])
 
 
 def build_parser() -> argparse.ArgumentParser:

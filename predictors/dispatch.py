@@ -1,34 +1,37 @@
-"""Dispatch: a learned model where one covers the op/backend/GPU, the analytical model otherwise."""
+"""Dispatch: the first predictor that covers a row answers it — a learned model where one covers the
+op/backend/GPU/sizes, the analytical model everywhere else — and every answer says which."""
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from kernelcast.features.desc import parse_desc
-from kernelcast.features.frame import validate_frame
+from kernelcast.features.validate import columns_from_records, validate_frame
 from kernelcast.features.vector import feature_columns
-from kernelcast.predictors import analytical
+from kernelcast.predictors.analytical import AnalyticalPredictor, bound_of
 
-MODEL_CHOICES = ("auto", "analytical")
+PREDICTOR_CHOICES = ("auto", "analytical")
 RESULT_COLUMNS = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution")
+ANALYTICAL = AnalyticalPredictor()
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """One answer: the latency, its interval, the roofline floor, and where it came from."""
+    """One answer: the latency, its interval, the physical floor, and where it came from."""
 
     latency_us: float
     low_us: float
     high_us: float
-    floor_us: float
+    floor_us: float         # the physical floor (roofline; collectives: bytes over link bandwidth)
     bound: str              # compute | memory | latency | link
     model: str              # "learned:<op>@<version>" or "analytical"
-    in_distribution: bool   # the learned model saw this backend and GPU (and size range)
+    in_distribution: bool   # the learned model saw this backend, GPU, size range and config family
     assumptions: str
+    extras: Mapping[str, float] = field(default_factory=dict)   # op-specific numbers (collectives: NCCL's own estimate)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,57 +47,90 @@ def _learned(op: str):
     return learned.load_model(op)
 
 
-def _check_model(model: str) -> None:
-    if model not in MODEL_CHOICES:
-        raise ValueError(f"model must be one of {', '.join(MODEL_CHOICES)}; got {model!r}")
+def check_predictor(predictor: Any) -> None:
+    if not isinstance(predictor, str) or predictor not in PREDICTOR_CHOICES:
+        raise ValueError(f"predictor must be one of {', '.join(PREDICTOR_CHOICES)}; got {predictor!r}")
 
 
-def _predict_op(cols: Mapping[str, np.ndarray], op: str, model_choice: str = "auto") -> dict[str, np.ndarray]:
-    model = _learned(op) if model_choice == "auto" else None
-    covered = model.covers(cols) if model is not None else np.zeros(1, dtype=bool)
-    feats = feature_columns(cols, op, learned=bool(covered.any()))
-    out = analytical.predict_columns(cols, op, feats)
-    n = len(out["latency_us"])
-    out["model"] = np.full(n, "analytical", dtype=object)
-    out["in_distribution"] = np.zeros(n, dtype=bool)
-    if covered.any():
-        idx = np.flatnonzero(covered)
-        # description columns give the categorical inputs, the features the numeric ones
-        p50, low, high = model.predict({k: np.asarray(v)[idx] for k, v in {**cols, **feats}.items()})
-        for key, value in (("latency_us", p50), ("low_us", low), ("high_us", high)):
-            out[key] = np.asarray(out[key], dtype=np.float64).copy()
-            out[key][idx] = value
-        out["model"][idx] = model.name
-        out["in_distribution"][idx] = True
+def predictors_for(op: str, predictor: str) -> list:
+    """The predictors asked for ``op``, in order (the analytical model last: it covers everything)."""
+    check_predictor(predictor)
+    model = _learned(op) if predictor == "auto" else None
+    return ([model] if model is not None else []) + [ANALYTICAL]
+
+
+#: extra numbers an op's answers carry, from its features (name in the answer -> feature)
+EXTRAS = {"collective": {"nccl_model_us": "nccl_time_us"}}
+
+
+def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto") -> dict[str, np.ndarray]:
+    """``RESULT_COLUMNS`` (and the op's extras) for validated description columns of one op."""
+    chain = predictors_for(op, predictor)
+    n = len(np.atleast_1d(cols["gpu"]))
+    todo = np.ones(n, dtype=bool)
+    claims = []
+    for p in chain:
+        mine = todo & p.covers(op, cols)
+        if mine.any():
+            claims.append((p, mine))
+            todo &= ~mine
+    feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
+    out: dict[str, np.ndarray] = {"latency_us": np.empty(n), "low_us": np.empty(n), "high_us": np.empty(n),
+                                  "floor_us": np.asarray(feats["floor_us"], dtype=np.float64),
+                                  "bound": bound_of(op, cols, feats),
+                                  "model": np.empty(n, dtype=object), "in_distribution": np.zeros(n, dtype=bool)}
+    for p, mine in claims:
+        whole = mine.all()
+        sub = (lambda d: d) if whole else (lambda d: {k: np.asarray(v)[mine] for k, v in d.items()})
+        answer = p.predict_columns(op, sub(cols), sub(feats))
+        for key in ("latency_us", "low_us", "high_us", "in_distribution"):
+            out[key][mine] = answer[key]
+        out["model"][mine] = p.name
+    for name, feature in EXTRAS.get(op, {}).items():
+        out[name] = np.asarray(feats[feature], dtype=np.float64)
     return out
 
 
-def predict_latency(desc: Mapping[str, Any], model: str = "auto") -> Prediction:
+def _one_row(d) -> dict[str, np.ndarray]:
+    cols = {}
+    for k, v in d.to_row().items():
+        cell = np.empty(1, dtype=object if isinstance(v, (str, type(None))) else None)
+        cell[0] = v
+        cols[k] = cell
+    return cols
+
+
+def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Prediction:
     """Predict one kernel's device time (µs) from its description (a mapping or a parsed desc).
 
-    ``model="auto"`` answers with a learned model where one covers the op/backend/GPU/sizes and
-    analytically otherwise; ``"analytical"`` always gives the roofline + waves (or NCCL) answer.
+    ``predictor="auto"`` answers with a learned model where one covers the op/backend/GPU/sizes and
+    analytically otherwise; ``"analytical"`` always gives the op's analytical (roofline + waves, or NCCL) answer.
     """
-    _check_model(model)
     d = parse_desc(desc)
-    cols = {k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None)
-            for k, v in d.to_row().items()}
-    out = _predict_op(cols, d.op, model)
-    model = str(out["model"][0])
+    chain = predictors_for(d.op, predictor)
+    out = predict_columns(_one_row(d), d.op, predictor)
+    name = str(out["model"][0])
+    source = next(p for p in chain if p.name == name)
+    extras = {k: float(out[k][0]) for k in EXTRAS.get(d.op, {})}
     return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
-                      float(out["floor_us"][0]), str(out["bound"][0]), model, bool(out["in_distribution"][0]),
-                      analytical.assumptions(d.op) if model == "analytical" else _learned(d.op).assumptions)
+                      float(out["floor_us"][0]), str(out["bound"][0]), name, bool(out["in_distribution"][0]),
+                      source.assumptions(d.op), extras)
 
 
-def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], model: str = "auto") -> pd.DataFrame:
-    """Predict many descriptions at once (any mix of ops); one result row per input row, same index."""
-    _check_model(model)
-    frame = descs if isinstance(descs, pd.DataFrame) else pd.DataFrame(list(descs))
-    result = pd.DataFrame(index=frame.index, columns=list(RESULT_COLUMNS))
-    parts = []
-    for op, (pos, cols) in validate_frame(frame).items():
-        out = _predict_op(cols, op, model)
-        parts.append(pd.DataFrame({c: out[c] for c in RESULT_COLUMNS}, index=frame.index[pos]))
-    if parts:
-        result = pd.concat(parts).reindex(frame.index)
-    return result
+def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: str = "auto") -> pd.DataFrame:
+    """Predict many descriptions at once (any mix of ops); row i of the result answers row i of the input,
+    with the input's index (duplicates and all)."""
+    check_predictor(predictor)                                   # a bad name fails before any work
+    frame = descs if isinstance(descs, pd.DataFrame) else columns_from_records(descs)
+    by_op, _ = validate_frame(frame)
+    n = len(frame)
+    extras = sorted({k for op in by_op for k in EXTRAS.get(op, {})})
+    result = {c: np.full(n, np.nan) for c in ("latency_us", "low_us", "high_us", "floor_us", *extras)}
+    result.update({"bound": np.full(n, None, dtype=object), "model": np.full(n, None, dtype=object),
+                   "in_distribution": np.zeros(n, dtype=bool)})
+    for op, (pos, cols) in by_op.items():
+        out = predict_columns(cols, op, predictor)
+        for key in result:
+            if key in out:
+                result[key][pos] = out[key]
+    return pd.DataFrame(result, index=frame.index, columns=[*RESULT_COLUMNS, *extras])

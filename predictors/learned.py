@@ -1,17 +1,22 @@
-"""Learned models: the model matrix, shipped XGBoost models with their manifests, coverage and intervals.
+"""Learned models: shipped XGBoost models bound to their manifests, coverage, intervals, serving.
 
 A shipped model is ``models/<op>.ubj`` (the log-efficiency regressor, target
-log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj`` (its p10/p90 quantile model),
-``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and ``models/<op>.json`` (the
-manifest: features and FEATURE_VERSION, training-data fingerprint, metrics, versions, what it
-covers, conformal offsets). xgboost is imported only for a batch over NUMPY_ROWS; without it
-installed ``load_model`` returns None and dispatch answers analytically.
+log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj``
+(its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
+``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint, metrics,
+versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
+against its hash when read: a stale, altered or truncated file, a manifest that is not JSON or lacks a
+key, or a non-finite offset is a ``ModelFileError`` naming the file — never a silent answer.
+xgboost is imported only for a batch over NUMPY_ROWS; without it installed ``load_model`` returns None
+and dispatch answers analytically.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -22,16 +27,21 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.common import key_codes
-from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, default_source, feature_names
+from kernelcast.features.ops import get_op
+from kernelcast.features.vector import FEATURE_VERSION, categories, default_source, feature_names
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
-#: description columns whose trained range bounds what a model covers, per op
-RANGE_COLUMNS = {"gemm": ("m", "n", "k", "batch"),
-                 "attention": ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
-                 "moe": ("tokens", "hidden", "ffn", "experts", "top_k"),
-                 "collective": ("bytes", "ranks")}
-MANIFEST_FORMAT = 2                  # 2: categories one-hot (1: XGBoost categorical columns)
+MANIFEST_FORMAT = 3                  # 3: file hashes, config values seen (2: no hashes; 1: XGBoost categorical columns)
+#: the files of a shipped model besides its manifest, by role
+MODEL_FILES = {"booster": ".ubj", "quantile_booster": ".quantile.ubj", "forest": ".forest.npz"}
+#: manifest keys serving reads
+REQUIRED_KEYS = ("format", "op", "feature_version", "features", "categories", "target", "data_fingerprint", "n_train",
+                 "sources", "covered", "ranges", "config_values", "conformal", "files")
+
+
+class ModelFileError(ValueError):
+    """A shipped model file that cannot be served as it is: names the file and what is wrong."""
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
 #: batches up to this size walk the trees in numpy (trees.Forest): XGBoost costs ~0.4-1.8 ms per call
@@ -45,7 +55,7 @@ def matrix_columns(op: str) -> list[str]:
     One-hot rather than XGBoost's native categorical splits: as accurate on our rows (cuBLAS median
     APE 3.98 vs 3.94%) and 38% faster to predict, since every split is then a plain threshold.
     """
-    return list(feature_names(op)) + [f"{name}={cat}" for name, cats in CATEGORICAL[op].items() for cat in cats]
+    return list(feature_names(op)) + [f"{name}={cat}" for name, cats in categories(op).items() for cat in cats]
 
 
 def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.ndarray:
@@ -62,7 +72,7 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
     for j, name in enumerate(names):
         out[:, j] = get(name)
     start = len(names)
-    for name, cats in CATEGORICAL[op].items():
+    for name, cats in categories(op).items():
         values = default_source(get("backend")) if name == "source" and name not in features else get(name)
         codes = category_codes(values, cats, n)
         known = codes >= 0
@@ -82,24 +92,16 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
 
 
 def source_codes(x: np.ndarray, op: str) -> np.ndarray:
-    """Each row's source as its index in ``CATEGORICAL[op]["source"]`` (-1: none), read off the matrix."""
-    first = matrix_columns(op).index(f"source={CATEGORICAL[op]['source'][0]}")
-    block = x[:, first:first + len(CATEGORICAL[op]["source"])]
+    """Each row's source as its index in ``categories(op)["source"]`` (-1: none), read off the matrix."""
+    sources = categories(op)["source"]
+    first = matrix_columns(op).index(f"source={sources[0]}")
+    block = x[:, first:first + len(sources)]
     return np.where(block.any(axis=1), block.argmax(axis=1), -1)
-
-
-def conformal_offset(scores: np.ndarray, coverage: float) -> float:
-    """Split-conformal quantile of CQR scores: the ceil((n+1)·coverage)-th smallest (the largest if beyond n)."""
-    n = len(scores)
-    if n == 0:
-        raise ValueError("calibration needs at least one row; got none")
-    k = min(n, int(np.ceil((n + 1) * coverage)))
-    return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
 
 
 def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndarray:
     """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
-    sources = CATEGORICAL[op]["source"]
+    sources = categories(op)["source"]
     table = np.asarray([conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]])
     return table[source_codes(x, op)]                    # -1 picks the trailing global offset
 
@@ -113,8 +115,13 @@ def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, o
     return p50, low, high
 
 
-def check_manifest(manifest: Mapping[str, Any], op: str) -> None:
-    """A manifest this code cannot serve is a clear error: format, op, feature version and names."""
+def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> None:
+    """A manifest this code cannot serve is a clear error: keys, format, op, feature version and names, offsets."""
+    if not isinstance(manifest, Mapping):
+        raise ModelFileError(f"{path}: a model manifest must be a JSON object; got {type(manifest).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in manifest]
+    if missing and manifest.get("format") == MANIFEST_FORMAT:
+        raise ModelFileError(f"{path}: manifest lacks {', '.join(missing)} — retrain with `kernelcast train --op {op}`")
     problems = []
     if manifest.get("format") != MANIFEST_FORMAT:
         problems.append(f"manifest format {manifest.get('format')!r}, this code reads {MANIFEST_FORMAT}")
@@ -124,19 +131,66 @@ def check_manifest(manifest: Mapping[str, Any], op: str) -> None:
         problems.append(f"feature_version {manifest.get('feature_version')!r}, this code builds {FEATURE_VERSION!r}")
     if list(manifest.get("features", [])) != matrix_columns(op):
         have, want = list(manifest.get("features", [])), matrix_columns(op)
-        diff = sorted(set(have) ^ set(want)) or ["(same names, different order)"]
+        diff = sorted(set(map(str, have)) ^ set(want)) or ["(same names, different order)"]
         problems.append(f"feature names differ from this code's: {', '.join(diff[:6])}")
-    cats = {k: list(v) for k, v in CATEGORICAL[op].items()}
-    if manifest.get("categories") != cats:
+    if manifest.get("categories") != {k: list(v) for k, v in categories(op).items()}:
         problems.append("categorical columns or their category lists differ from this code's")
+    if not problems:
+        problems += _offset_problems(manifest["conformal"])
     if problems:
-        raise ValueError(f"learned model for {op!r} does not match this kernelcast: " + "; ".join(problems)
-                         + " — retrain with `kernelcast train --op " + op + "`")
+        raise ModelFileError(f"{path}: learned model for {op!r} does not match this kernelcast: " + "; ".join(problems)
+                             + f" — retrain with `kernelcast train --op {op}`")
+
+
+def _offset_problems(conformal: Any) -> list[str]:
+    if not isinstance(conformal, Mapping):
+        return ["conformal is not a mapping"]
+    offsets = [conformal.get("offset")] + list((conformal.get("by_source") or {}).values())
+    bad = [o for o in offsets if not isinstance(o, (int, float)) or isinstance(o, bool) or not math.isfinite(o)]
+    return [f"conformal offsets must be finite numbers; got {bad[0]!r}"] if bad else []
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> Path:
+    """The path of one model file, checked against the sha256 its manifest records."""
+    path = Path(folder) / f"{op}{MODEL_FILES[role]}"
+    want = manifest["files"].get(path.name) if isinstance(manifest["files"], Mapping) else None
+    if not path.exists():
+        raise ModelFileError(f"{path}: missing (the manifest {op}.json lists it) — retrain with `kernelcast train --op {op}`")
+    if want is None:
+        raise ModelFileError(f"{path}: its manifest {op}.json records no sha256 for it")
+    have = file_sha256(path)
+    if have != want:
+        raise ModelFileError(f"{path}: sha256 {have[:12]}… does not match its manifest's {str(want)[:12]}… "
+                             f"(a stale, altered or truncated file) — retrain with `kernelcast train --op {op}`")
+    return path
+
+
+def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
+    """Each row's config (canonical JSON or None) has only key values seen in training (None: no config, in family)."""
+    configs = np.atleast_1d(np.asarray(configs, dtype=object))
+    seen_sets = {k: set(v) for k, v in seen.items()}
+    codes, uniq = pd.factorize(np.asarray([c if isinstance(c, str) else "" for c in configs], dtype=object))
+    ok = []
+    for text in uniq:
+        cfg = json.loads(text) if text else {}
+        ok.append(not cfg or all(v in seen_sets.get(k, ()) for k, v in cfg.items()))
+    return np.asarray(ok, dtype=bool)[codes]
 
 
 @dataclass
 class LearnedModel:
-    """A loaded learned model: manifest, the trees as a numpy forest, and (on first need) the XGBoost boosters."""
+    """A loaded learned model: manifest, the trees as a numpy forest, and (on first need) the XGBoost boosters.
+
+    Implements the predictor contract (``predictors.base.Predictor``) for its op.
+    """
 
     op: str
     manifest: dict
@@ -144,6 +198,7 @@ class LearnedModel:
     model_dir: Path
     threads: int = 0                      # the nthread both boosters were last set to (0: never)
     _boosters: tuple | None = None        # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
+    needs_learned_features = True
 
     @property
     def booster(self):
@@ -155,21 +210,20 @@ class LearnedModel:
 
     def _load_boosters(self) -> tuple:
         if self._boosters is None:
-            self._boosters = _read_boosters(self.model_dir, self.op)
+            self._boosters = _read_boosters(self.model_dir, self.op, self.manifest)
         return self._boosters
 
     @property
     def name(self) -> str:
         return f"learned:{self.op}@{self.manifest['data_fingerprint'][:8]}"
 
-    @property
-    def assumptions(self) -> str:
+    def assumptions(self, op: str | None = None) -> str:
         m = self.manifest
         return (f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
                 f"(feature version {m['feature_version']}); 80% interval split-conformal calibrated")
 
-    def covers(self, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
-        """In distribution: (GPU, backend, dtype) seen in training, every range column inside its trained range."""
+    def covers(self, op: str, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
+        """(GPU, backend, dtype) seen in training and every range column inside its trained range."""
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
         gpu, backend, dtype = get("gpu"), get("backend"), get("dtype")
         codes, first = key_codes(gpu, backend, dtype)          # each distinct (gpu, backend, dtype) looked up once
@@ -179,6 +233,11 @@ class LearnedModel:
             values = np.asarray(get(col), dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)
         return ok
+
+    def predict_columns(self, op: str, cols, features) -> dict[str, np.ndarray]:
+        p50, low, high = self.predict({**cols, **features})
+        return {"latency_us": p50, "low_us": low, "high_us": high,
+                "in_distribution": config_in_family(cols["config"], self.manifest["config_values"])}
 
     def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
@@ -199,37 +258,54 @@ class LearnedModel:
 
 
 def read_manifest(op: str, model_dir: Path | None = None) -> dict | None:
+    """The manifest of a shipped model (None when none is shipped); unreadable JSON names the file."""
     path = Path(model_dir or MODEL_DIR) / f"{op}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"{path}: not a valid model manifest ({exc}) — retrain with `kernelcast train --op {op}`") from None
 
 
 @functools.cache
 def _load(op: str, model_dir: str) -> LearnedModel | None:
-    manifest = read_manifest(op, Path(model_dir))
+    folder = Path(model_dir)
+    manifest = read_manifest(op, folder)
     if manifest is None:
         return None
-    check_manifest(manifest, op)
+    check_manifest(manifest, op, folder / f"{op}.json")
     if importlib.util.find_spec("xgboost") is None:
         warnings.warn(f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
                       "analytical (pip install 'kernelcast[train]')", RuntimeWarning, stacklevel=3)
         return None
-    folder = Path(model_dir)
-    forest_path = folder / f"{op}.forest.npz"
-    if forest_path.exists():                             # no xgboost import until a batch needs it
-        return LearnedModel(op, manifest, Forest.load(forest_path), folder)
-    boosters = _read_boosters(folder, op)                 # a model exported before forests were shipped
-    return LearnedModel(op, manifest, Forest.from_boosters(*boosters), folder, _boosters=boosters)
+    path = verified(folder, op, "forest", manifest)
+    try:
+        forest = Forest.load(path)
+    except Exception as exc:                                  # hash matched but the file is not a forest: say which
+        raise ModelFileError(f"{path}: not a readable forest ({exc})") from None
+    if forest.n_features != len(manifest["features"]):
+        raise ModelFileError(f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}")
+    return LearnedModel(op, manifest, forest, folder)
 
 
-def _read_boosters(folder: Path, op: str) -> tuple:
+def _read_boosters(folder: Path, op: str, manifest: Mapping[str, Any]) -> tuple:
     import xgboost as xgb
 
-    return tuple(xgb.Booster(model_file=str(folder / f"{op}{suffix}.ubj")) for suffix in ("", ".quantile"))
+    out = []
+    for role in ("booster", "quantile_booster"):
+        path = verified(folder, op, role, manifest)
+        try:
+            out.append(xgb.Booster(model_file=str(path)))
+        except xgb.core.XGBoostError as exc:
+            raise ModelFileError(f"{path}: XGBoost cannot read it ({str(exc).splitlines()[0]})") from None
+    return tuple(out)
 
 
 def load_model(op: str, model_dir: str | Path | None = None) -> LearnedModel | None:
     """The shipped model for ``op`` (cached), None when none is shipped or xgboost is missing.
 
-    A manifest that does not match this code's features raises ``ValueError``.
+    A manifest or model file that does not match this code raises ``ModelFileError`` (a ``ValueError``).
     """
+    get_op(op)
     return _load(op, str(Path(model_dir or MODEL_DIR).resolve()))

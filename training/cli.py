@@ -6,9 +6,8 @@ import json
 import math
 import re
 
-from kernelcast.features.desc import OPS
-
-SPLIT_NAMES = ("random", "extrapolation", "logo", "lomo")
+from kernelcast.features.ops import op_names
+from kernelcast.training.splits import SPLITS
 
 
 def add_parsers(subparsers) -> None:
@@ -16,9 +15,9 @@ def add_parsers(subparsers) -> None:
     for name, helptext in (("train", "train the XGBoost model per op family, log to MLflow, ship a new champion"),
                            ("evaluate", "train/test every fold of a split; learned beside analytical")):
         p = subparsers.add_parser(name, help=helptext)
-        p.add_argument("--op", default="all", choices=(*OPS, "all"))
+        p.add_argument("--op", default="all", choices=(*op_names(), "all"))
         if name == "evaluate":
-            p.add_argument("--split", default="random", choices=SPLIT_NAMES)
+            p.add_argument("--split", default="random", choices=SPLITS)
         p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
         p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")
         p.add_argument("--backend", default=None, help="only rows of this backend")
@@ -30,13 +29,13 @@ def add_parsers(subparsers) -> None:
                            help="make this run the champion even without a lower MAPE (tagged promotion=forced)")
         p.set_defaults(func=_train if name == "train" else _evaluate)
     d = subparsers.add_parser("dashboard", help="per-architecture error table from the MLflow runs")
-    d.add_argument("--op", default="all", choices=(*OPS, "all"))
+    d.add_argument("--op", default="all", choices=(*op_names(), "all"))
     d.add_argument("--json", action="store_true", help="print the table as JSON")
     d.set_defaults(func=_dashboard)
 
 
 def _ops(op: str) -> list[str]:
-    return list(OPS) if op == "all" else [op]
+    return list(op_names()) if op == "all" else [op]
 
 
 def _configs(args: argparse.Namespace):

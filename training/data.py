@@ -1,13 +1,19 @@
-"""Training rows: our measured datasets plus the aiconfigurator import, ok rows only, with shape keys and fingerprints."""
+"""Training rows: the dataset files the card names plus the aiconfigurator import, valid ok rows only,
+with shape keys and fingerprints."""
 from __future__ import annotations
 
 import hashlib
+import sys
+import tomllib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.desc import OPS, op_fields
+from kernelcast.features.desc import op_fields
+from kernelcast.features.ops import get_op
+from kernelcast.features.validate import validate_frame
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO / "datasets"
@@ -15,31 +21,53 @@ DATASETS = REPO / "datasets"
 SOURCES = ("kernelcast", "aiconfigurator")
 #: our own measurements: training keeps every one of their rows (``subsample``)
 OWN_SOURCE = "kernelcast"
-#: columns kept beside the description fields
-KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl")
+#: columns kept beside the description fields (``role``: the card's role of the row's file)
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role")
+#: the dataset card's machine-readable file list (datasets/README.md names it)
+CARD_FILES = "files.toml"
+#: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on
+ROLES = ("train", "test")
 
 
-def _check_op(op: str) -> None:
-    if op not in OPS:
-        raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
+def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
+    """(path, role) of every file of ``op`` the dataset card lists; a listed file that is missing is an error."""
+    card = Path(datasets) / CARD_FILES
+    if not card.exists():
+        raise ValueError(f"{card} is missing: training reads only the dataset files the card lists there")
+    try:
+        entries = tomllib.loads(card.read_text()).get("file", [])
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{card} is not valid TOML: {exc}") from None
+    out = []
+    for i, entry in enumerate(entries):
+        path, role = entry.get("path"), entry.get("role")
+        if not isinstance(path, str) or role not in ROLES:
+            raise ValueError(f"{card}: file[{i}] needs a 'path' and a 'role' (one of {', '.join(ROLES)}); got {entry!r}")
+        if Path(path).parts[0] != op:
+            continue
+        if not (Path(datasets) / path).is_file():
+            raise ValueError(f"{card}: file[{i}] {path!r} does not exist under {datasets}")
+        out.append((Path(datasets) / path, role))
+    return out
 
 
-def _read_parquet(folder: Path) -> pd.DataFrame:
-    """Every parquet file under ``folder`` as one frame (schemas unified: ncu rows add columns)."""
+def _read_parquet(files: list[tuple[Path, str]]) -> pd.DataFrame:
+    """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role."""
     import pyarrow as pa
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
 
-    files = sorted(str(p) for p in folder.rglob("*.parquet") if not p.name.startswith("."))
-    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f in files])
-    return pads.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
+    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f, _ in files])
+    parts = [pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role)
+             for f, role in files]
+    return pd.concat(parts, ignore_index=True)
 
 
-def _own_rows(op: str, datasets: Path) -> pd.DataFrame | None:
-    folder = datasets / op
-    if not folder.is_dir() or not any(folder.rglob("*.parquet")):
+def _own_rows(op: str, datasets: Path, roles) -> pd.DataFrame | None:
+    files = [(f, r) for f, r in card_files(datasets, op) if r in roles]
+    if not files:
         return None
-    frame = _read_parquet(folder)
+    frame = _read_parquet(files)
     # labels are originals timed by the dataset's own timer: re-measurements (noise floor) and ncu's
     # one-replay rows (metrics) sit beside them and are not training rows
     if "repeat_of" in frame:
@@ -66,26 +94,45 @@ def _outside_rows(op: str, outside: Path) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: Path | None = None) -> pd.DataFrame:
-    """Rows of ``op`` with status ok and a positive latency: description fields + ``KEEP`` columns."""
-    _check_op(op)
+def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: Path | None = None,
+              roles=("train",), report=sys.stderr) -> pd.DataFrame:
+    """Rows of ``op`` with status ok, a positive latency and a valid description: description fields
+    (canonical, as ``parse_desc`` gives them) + ``KEEP`` columns. Our rows come from the card's files of
+    ``roles``; rows serving would reject are dropped and counted by reason on ``report``."""
+    get_op(op)
     unknown = sorted(set(sources) - set(SOURCES))
     if unknown:
         raise ValueError(f"sources must be among {', '.join(SOURCES)}; got {unknown[0]!r}")
     datasets = Path(datasets or DATASETS)
     parts = []
-    if "kernelcast" in sources and (own := _own_rows(op, datasets)) is not None:
+    if "kernelcast" in sources and (own := _own_rows(op, datasets, roles)) is not None:
         parts.append(own)
-    if "aiconfigurator" in sources:
-        parts.append(_outside_rows(op, Path(outside or datasets / "outside")))
+    if "aiconfigurator" in sources and "train" in roles:
+        parts.append(_outside_rows(op, Path(outside or datasets / "outside")).assign(role="train"))
     if not parts:
-        raise ValueError(f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets}")
+        raise ValueError(f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets} (roles {', '.join(roles)})")
     columns = [c for c in op_fields(op)] + list(KEEP)
     frame = pd.concat([p.reindex(columns=columns) for p in parts], ignore_index=True)
     status_ok = pd.concat([p["status"] if "status" in p else pd.Series("ok", index=p.index) for p in parts],
                           ignore_index=True).eq("ok").to_numpy()
     keep = status_ok & (frame["latency_us"].to_numpy(dtype=np.float64) > 0)
-    return frame.loc[keep].reset_index(drop=True)
+    return valid_rows(frame.loc[keep].reset_index(drop=True), op, report)
+
+
+def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:
+    """The rows whose descriptions serving accepts, in canonical form (what serving computes features from);
+    the others are dropped and counted by reason."""
+    by_op, bad = validate_frame(frame, extra_columns=KEEP, strict=False)
+    if bad and report is not None:
+        reasons = Counter(r.split(": ", 1)[-1].split("; got")[0] for r in bad.values())
+        lines = "\n".join(f"  {n:>7,}  {reason}" for reason, n in reasons.most_common(8))
+        print(f"{op}: skipped {len(bad):,} of {len(frame):,} rows that are not valid descriptions:\n{lines}", file=report)
+    pos, cols = by_op.get(op, (np.zeros(0, dtype=np.int64), {}))
+    out = frame.iloc[pos].reset_index(drop=True)
+    for name, values in cols.items():
+        if name in out:
+            out[name] = values
+    return out
 
 
 def _canonical_columns(frame: pd.DataFrame, columns) -> pd.DataFrame:

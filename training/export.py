@@ -10,8 +10,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION
-from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, RANGE_COLUMNS, matrix_columns
+from kernelcast.features.ops import get_op
+from kernelcast.features.vector import FEATURE_VERSION, categories
+from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns
 from kernelcast.predictors.trees import Forest
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
 
@@ -19,21 +20,31 @@ from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
 def coverage_of(frame: pd.DataFrame, op: str) -> dict[str, Any]:
     """What a model trained on ``frame`` covers: (gpu|backend|dtype) keys, GPUs, backends, sources, ranges."""
     keys = (frame["gpu"].astype(str) + "|" + frame["backend"].astype(str) + "|" + frame["dtype"].astype(str)).unique()
-    ranges = {c: [float(frame[c].min()), float(frame[c].max())] for c in RANGE_COLUMNS[op]}
+    ranges = {c: [float(frame[c].min()), float(frame[c].max())] for c in get_op(op).range_columns}
     return {"covered": sorted(keys.tolist()), "gpus": sorted(frame["gpu"].astype(str).unique().tolist()),
+            "config_values": config_values_seen(frame),
             "backends": sorted(frame["backend"].astype(str).unique().tolist()),
             "sources": sorted(frame["source"].astype(str).unique().tolist()), "ranges": ranges}
 
 
+def config_values_seen(frame: pd.DataFrame) -> dict[str, list]:
+    """Every value each config key took in training (a config whose values were all seen is in its family)."""
+    seen: dict[str, set] = {}
+    for text in frame["config"].dropna().unique():
+        for key, value in json.loads(text).items():
+            seen.setdefault(key, set()).add(value)
+    return {k: sorted(v, key=str) for k, v in sorted(seen.items())}
+
+
 def build_manifest(model, op: str, train_frame: pd.DataFrame, fingerprint: str, metrics: Mapping[str, Any],
                    git_rev: str) -> dict[str, Any]:
-    import xgboost
+    from importlib.metadata import version
 
-    import kernelcast
+    import xgboost
 
     return {
         "format": MANIFEST_FORMAT, "op": op, "feature_version": FEATURE_VERSION, "features": matrix_columns(op),
-        "categories": {k: list(v) for k, v in CATEGORICAL[op].items()},
+        "categories": {k: list(v) for k, v in categories(op).items()},
         "target": "log(latency_us / scale_us)", "data_fingerprint": fingerprint, "n_train": model.n_train_,
         **coverage_of(train_frame, op),
         "conformal": {**model.conformal_, "quantiles": list(model.quantiles),
@@ -42,7 +53,7 @@ def build_manifest(model, op: str, train_frame: pd.DataFrame, fingerprint: str, 
                       "calibration_coverage_calibrated": model.calibrated_calibration_coverage_},
         "params": model.get_params(), "metrics": dict(metrics),
         "frozen_split": {"rule": "bucket(shape_hash, salt) < percent", "salt": FROZEN_SALT, "percent": FROZEN_PERCENT},
-        "versions": {"xgboost": xgboost.__version__, "kernelcast": kernelcast.__version__},
+        "versions": {"xgboost": xgboost.__version__, "kernelcast": version("kernelcast")},
         "git_revision": git_rev, "trained_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -54,7 +65,9 @@ def _json_default(value):
 
 
 def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | None = None) -> list[Path]:
-    """Write the boosters, their numpy forest and the manifest atomically (temp file + os.replace); returns the paths."""
+    """Write the boosters, their numpy forest and the manifest (with each file's sha256) atomically (temp file +
+    os.replace); returns the paths. The manifest goes last: until it lands, the old manifest's hashes reject a
+    half-replaced model instead of serving it."""
     out_dir = Path(out_dir or MODEL_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -65,6 +78,7 @@ def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | No
         os.replace(tmp, path)
         paths.append(path)
     paths.append(Forest.from_boosters(model.booster_, model.quantile_booster_).save(out_dir / f"{op}.forest.npz"))
+    manifest = {**manifest, "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()}}
     path = out_dir / f"{op}.json"
     tmp = out_dir / f".{op}.{os.getpid()}.tmp.json"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n")

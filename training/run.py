@@ -11,22 +11,13 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.desc import op_fields
+from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, build_features
 from kernelcast.predictors.analytical import predict_frame
 from kernelcast.training import data, evaluate, plots, tracking
 from kernelcast.training.export import build_manifest, export_model
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_splits
 from kernelcast.training.xgb import LatencyRegressor
-
-
-#: per-op overrides of LatencyRegressor's defaults. GEMM (cuBLAS kernel choice by shape and alignment)
-#: needs deep trees: depth 8 left cuBLAS at 4.2% median APE on our first cuBLAS pass; 150 rounds of
-#: depth 12 matched 300 of depth 10 there (3.94 vs 4.00%) at 60% of the batch prediction time. Attention and MoE keep
-#: their accuracy with half the default trees; collectives (5k rows) do as well with depth 6.
-OP_PARAMS = {"gemm": {"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
-             "attention": {"n_estimators": 150, "learning_rate": 0.2},
-             "moe": {"n_estimators": 150, "learning_rate": 0.2},
-             "collective": {"max_depth": 6}}
 
 
 @dataclass(frozen=True)
@@ -48,8 +39,8 @@ class RunConfig:
     force_promote: bool = False                 # move `champion` even without a lower MAPE (a serving-speed change)
 
 
-def load(cfg: RunConfig) -> pd.DataFrame:
-    frame = data.load_rows(cfg.op, cfg.sources, cfg.datasets, cfg.outside)
+def load(cfg: RunConfig, roles=("train",)) -> pd.DataFrame:
+    frame = data.load_rows(cfg.op, cfg.sources, cfg.datasets, cfg.outside, roles)
     for column, value in (("dtype", cfg.dtype), ("backend", cfg.backend)):
         if value is not None:
             frame = frame[frame[column] == value].reset_index(drop=True)
@@ -59,12 +50,12 @@ def load(cfg: RunConfig) -> pd.DataFrame:
 
 
 def _size(frame: pd.DataFrame, op: str, split: str) -> np.ndarray | None:
-    """The size measure extrapolation holds out the top of: FLOPs (collectives: bytes); only that split needs it."""
+    """The size measure extrapolation holds out the top of (the op's ``size_feature``); only that split needs it."""
     if split != "extrapolation":
         return None
-    if op == "collective":
-        return frame["bytes"].to_numpy(dtype=np.float64)
-    return build_features(frame, op)["flops"].to_numpy(dtype=np.float64)
+    name = get_op(op).size_feature
+    values = frame[name] if name in frame else build_features(frame, op)[name]
+    return values.to_numpy(dtype=np.float64)
 
 
 def _sample(mask: np.ndarray, limit: int, seed: int) -> np.ndarray:
@@ -87,7 +78,7 @@ def fit_fold(cfg: RunConfig, frame: pd.DataFrame, hashes: np.ndarray,
     train = data.subsample(frame[split.train].assign(_i=np.flatnonzero(split.train)), cfg.max_train_rows)["_i"].to_numpy()
     latency = frame["latency_us"].to_numpy()
     weight = source_weights(frame["source"].to_numpy()[train]) if cfg.balance_sources else None
-    params = {**OP_PARAMS.get(cfg.op, {}), **cfg.params}
+    params = {**get_op(cfg.op).train_params, **cfg.params}
     model = LatencyRegressor(cfg.op, **params).fit(build_features(frame.iloc[train], cfg.op), latency[train],
                                                        hashes[train], weight)
     test = _sample(split.test, cfg.max_test_rows, seed=1)
@@ -116,7 +107,7 @@ def _progress(items, desc: str):
 
 
 def _params(cfg: RunConfig, frame: pd.DataFrame, fingerprint: str, split: str) -> dict:
-    model = LatencyRegressor(cfg.op, **{**OP_PARAMS.get(cfg.op, {}), **cfg.params})
+    model = LatencyRegressor(cfg.op, **{**get_op(cfg.op).train_params, **cfg.params})
     return {"op": cfg.op, "split": split, "features": ",".join(build_features(frame.head(1), cfg.op).columns),
             "feature_version": FEATURE_VERSION, "data_fingerprint": fingerprint, "rows": len(frame),
             "gpus": ",".join(sorted(frame["gpu"].unique())), "sources": ",".join(sorted(frame["source"].unique())),
@@ -137,7 +128,7 @@ def _figures(rows: pd.DataFrame, title: str, importance: pd.Series | None) -> di
 def evaluate_split(cfg: RunConfig, split: str) -> dict:
     """Train and test every fold of ``split``; tables learned beside analytical; logged to MLflow."""
     start = time.time()
-    frame = load(cfg)
+    frame = load(cfg, ("train", "test") if split == "independent" else ("train",))
     hashes = data.shape_hash(frame, cfg.op)
     folds = make_splits(split, frame, hashes, _size(frame, cfg.op, split))
     if not folds:

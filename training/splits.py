@@ -1,4 +1,5 @@
-"""Evaluation splits: frozen random-by-shape, extrapolation (largest sizes), leave-one-GPU-out, leave-one-model-out."""
+"""Evaluation splits: frozen random-by-shape, extrapolation (largest sizes), leave-one-GPU-out, leave-one-model-out,
+and the independent test set (the card's ``test`` files: other seeds and distributions, never trained on)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SPLITS = ("random", "extrapolation", "logo", "lomo")
+SPLITS = ("random", "extrapolation", "logo", "lomo", "independent")
 #: the frozen evaluation split: a shape is held out when bucket(shape_hash, FROZEN_SALT) < FROZEN_PERCENT.
 #: It never changes (the champion alias only moves on it), so neither may these two numbers.
 FROZEN_SALT = 0x6B63_6576_616C_7631      # "kcevalv1"
@@ -68,6 +69,12 @@ def lomo_splits(models: pd.Series | None) -> list[Split]:
     return [Split("lomo", str(m), values != m, tagged & (values == m)) for m in sorted(models.dropna().unique())]
 
 
+def independent_split(roles: np.ndarray) -> list[Split]:
+    """Train on every ``train`` row, test on the independent test set (none when the card lists no test files)."""
+    test = roles == "test"
+    return [Split("independent", "test_files", roles == "train", test)] if test.any() else []
+
+
 def make_splits(name: str, frame: pd.DataFrame, hashes: np.ndarray, size: np.ndarray) -> list[Split]:
     """The folds of one split kind for the rows of ``frame``."""
     if name == "random":
@@ -78,4 +85,6 @@ def make_splits(name: str, frame: pd.DataFrame, hashes: np.ndarray, size: np.nda
         return logo_splits(frame["gpu"].to_numpy())
     if name == "lomo":
         return lomo_splits(frame["model"] if "model" in frame else None)
+    if name == "independent":
+        return independent_split(frame["role"].to_numpy(dtype=object))
     raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {name!r}")

@@ -4,15 +4,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import CATEGORICAL, TARGET_COLUMNS, feature_names
-from kernelcast.predictors.learned import (conformal_offset, feature_matrix, matrix_columns, row_offsets,
-                                           source_codes, to_latency)
+from kernelcast.features.vector import TARGET_COLUMNS, categories, feature_names
+from kernelcast.predictors.learned import feature_matrix, matrix_columns, row_offsets, source_codes, to_latency
 from kernelcast.training.splits import bucket
 
 #: a source gets its own conformal offset (Mondrian calibration) from this many calibration rows on
 MIN_SOURCE_CALIBRATION = 100
 #: salt of the calibration split drawn inside the training rows (by shape, like the frozen split)
 CALIBRATION_SALT = 0x6B63_6361_6C69_6231   # "kccalib1"
+
+
+def conformal_offset(scores: np.ndarray, coverage: float) -> float:
+    """Split-conformal quantile of CQR scores: the ceil((n+1)·coverage)-th smallest (the largest if beyond n)."""
+    n = len(scores)
+    if n == 0:
+        raise ValueError("calibration needs at least one row; got none")
+    k = min(n, int(np.ceil((n + 1) * coverage)))
+    return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
 
 
 class LatencyRegressor:
@@ -58,7 +66,7 @@ class LatencyRegressor:
         return xgb.DMatrix(x, label=y, weight=weight, feature_names=matrix_columns(self.op), nthread=self.n_jobs)
 
     def _validate(self, features: pd.DataFrame, latency_us) -> tuple[np.ndarray, np.ndarray]:
-        missing = [c for c in [*feature_names(self.op), *CATEGORICAL[self.op], *TARGET_COLUMNS] if c not in features]
+        missing = [c for c in [*feature_names(self.op), *categories(self.op), *TARGET_COLUMNS] if c not in features]
         if missing:
             raise ValueError(f"features must be build_features(frame, {self.op!r}) output; missing {missing[:5]}")
         y = np.asarray(latency_us, dtype=np.float64)
@@ -101,7 +109,7 @@ class LatencyRegressor:
         """Global CQR offset, plus one per source with enough calibration rows (so scarce sources are covered too)."""
         codes = source_codes(x, self.op)
         by_source = {}
-        for code, name in enumerate(CATEGORICAL[self.op]["source"]):
+        for code, name in enumerate(categories(self.op)["source"]):
             mine = scores[codes == code]
             if len(mine) >= MIN_SOURCE_CALIBRATION:
                 by_source[name] = conformal_offset(mine, self.coverage)

@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import ROW_ID_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, row_schema, write_atomic
-from kernelcast.features.desc import DTYPE_BYTES, op_fields, parse_desc
+from kernelcast.features.desc import op_fields, parse_desc
+from kernelcast.features.fields import DTYPE_BYTES
 from kernelcast.features.gpu import resolve_gpu_name
 
 SOURCE = "aiconfigurator"

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcast.features.desc import OP_BACKENDS, field_error
+from kernelcast.features.fields import field_error
+from kernelcast.features.ops import get_op
 
 #: op -> backend name -> backend object; filled by the workload modules below at import
 WORKLOADS: dict[str, dict[str, Any]] = {}
@@ -11,9 +12,9 @@ WORKLOADS: dict[str, dict[str, Any]] = {}
 
 def register(op: str, backend: Any) -> Any:
     """Add a backend for ``op``; registering the same (op, name) twice raises."""
-    if backend.name not in OP_BACKENDS.get(op, ()):
+    if backend.name not in get_op(op).backends:
         raise ValueError(f"backend {backend.name!r} is not a backend of op {op!r}; allowed: "
-                         + ", ".join(OP_BACKENDS.get(op, ())))
+                         + ", ".join(get_op(op).backends))
     table = WORKLOADS.setdefault(op, {})
     if backend.name in table:
         raise ValueError(f"backend {backend.name!r} of op {op!r} is registered twice")

@@ -11,7 +11,7 @@ import functools
 
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, randn, unsupported
-from kernelcast.features.desc import AttentionDesc
+from kernelcast.features.ops.attention import AttentionDesc
 
 SDPA_DTYPES = ("bf16", "fp16")
 TRITON_HEAD_DIMS = (16, 32, 64, 128, 256)

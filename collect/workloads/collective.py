@@ -15,7 +15,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelcast.features.desc import DTYPE_BYTES, CollectiveDesc, parse_desc
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.fields import DTYPE_BYTES
+from kernelcast.features.ops.collective import CollectiveDesc
 
 #: in-place modes each collective is measured in (torch's all_reduce and broadcast are in place only;
 #: NCCL has no in-place all_to_all / send_recv)

@@ -6,7 +6,7 @@ import functools
 
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, randn
-from kernelcast.features.desc import GemmDesc, default_out_dtype
+from kernelcast.features.ops.gemm import GemmDesc, default_out_dtype
 
 CUBLAS_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3")
 TRITON_DTYPES = ("bf16", "fp16")

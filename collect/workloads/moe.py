@@ -1,6 +1,6 @@
 """MoE workload: routed experts (router excluded) by kernelcast's fused Triton MoE and a per-expert torch loop.
 
-Per-expert token counts come from ``features.moe.expert_counts``; ``routing`` realises exactly
+Per-expert token counts come from ``features.ops.moe.expert_counts``; ``routing`` realises exactly
 those counts with distinct experts per token, deterministically.
 """
 from __future__ import annotations
@@ -11,8 +11,7 @@ import numpy as np
 
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, randn
-from kernelcast.features.desc import MoeDesc
-from kernelcast.features.moe import expert_counts
+from kernelcast.features.ops.moe import MoeDesc, expert_counts
 
 MOE_DTYPES = ("bf16", "fp16")
 

@@ -1,7 +1,9 @@
-"""Collective features: sizes, ring/tree structure and NCCL's own cost model, per row, vectorized.
+"""Collectives (NCCL/RCCL): fields, sizes, ring/tree structure, NCCL's own cost model, the link floor.
 
-The learned target's floor for collectives is NCCL's model time (``floor_us = nccl_time_us``):
-models learn ``log(measured / NCCL-model)``, the part of the time NCCL's tuner does not explain.
+``floor_us`` is the physical floor: the bytes each rank must move (nccl-tests bus bytes) over one
+direction of its links (the NIC's across nodes). NCCL's model time (``nccl_time_us``) is the
+analytical answer and the learned target's scale: models learn ``log(measured / NCCL-model)``, the
+part of the time NCCL's tuner does not explain.
 """
 from __future__ import annotations
 
@@ -11,10 +13,14 @@ from typing import Mapping
 import numpy as np
 
 from kernelcast.features.common import gpu_columns
-from kernelcast.features.desc import DTYPE_BYTES
+from kernelcast.features.fields import DTYPE_BYTES, BoolField, ChoiceField, IntField, Rule
 from kernelcast.features.gpu import get_gpu
-from kernelcast.features.nccl_model import (ARCH_INDEX, bus_bytes, busbw_factor, intra_graph, nccl_time_us,
+from kernelcast.features.nccl_model import (ARCH_INDEX, NET_BW_GBS, bus_bytes, busbw_factor, intra_graph, nccl_time_us,
                                             rccl_proxy)
+from kernelcast.features.ops import OpSpec, register
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+
 
 @functools.cache
 def _link(name: str) -> tuple:
@@ -68,5 +74,53 @@ def collective_features(cols: Mapping[str, object],
         "nccl_algo": f(est.algo_code), "nccl_proto": f(est.proto_code),
         "nccl_latency_term_us": f(est.latency_us), "nccl_bandwidth_term_us": est.time_us - est.latency_us,
         "nccl_algbw_gbs": f(est.algbw_gbs), "nccl_bus_bw_gbs": f(est.bus_bw_gbs),
-        "nccl_time_us": f(est.time_us), "floor_us": f(est.time_us),
+        "nccl_time_us": f(est.time_us), "floor_us": link_floor_us(bus_bytes(coll, nbytes, ranks), link_bw, nodes),
     }
+
+
+def link_floor_us(bus: np.ndarray, link_bw_bps: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Bus bytes over one direction of the GPU's links (headline figures sum both), or over the NIC across nodes."""
+    per_direction = np.asarray(link_bw_bps, dtype=np.float64) / 2
+    bw = np.where(np.asarray(nodes) > 1, np.minimum(per_direction, NET_BW_GBS * 1e9), per_direction)
+    return np.asarray(bus, dtype=np.float64) / bw * 1e6
+
+
+def collective_flops(cols) -> np.ndarray:
+    return np.zeros(len(np.atleast_1d(cols["bytes"])))          # reductions are not what bounds a collective
+
+
+def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
+    bound = np.where(f["nccl_latency_term_us"] >= f["nccl_bandwidth_term_us"], "latency", "link").astype(object)
+    return f["nccl_time_us"], bound
+
+
+def _elem_bytes(c) -> dict:
+    return {"elem_bytes": np.asarray([DTYPE_BYTES[d] for d in c["dtype"]])}
+
+
+SPEC = register(OpSpec(
+    name="collective", doc="one NCCL/RCCL collective call; bytes as nccl-tests' size "
+                           "(all_gather: total output, reduce_scatter: total input)",
+    fields={"collective": ChoiceField(COLLECTIVES),
+            "bytes": IntField(1, 1 << 42), "ranks": IntField(1, 1 << 16),
+            "ranks_per_node": IntField(1, 1 << 10, default=lambda c: c["ranks"]),
+            "in_place": BoolField(default=False)},
+    dtypes=("fp32", "bf16", "fp16", "int8", "fp8_e4m3"),
+    backends=("nccl", "rccl"),
+    rules=(
+        Rule("ranks", lambda c: c["ranks"] >= 2, lambda c: "an integer >= 2 (a collective needs two ranks)"),
+        Rule("ranks_per_node", lambda c: c["ranks"] % c["ranks_per_node"] == 0, lambda c: f"a divisor of ranks={c['ranks']}"),
+        Rule("bytes", lambda c: c["bytes"] % c["elem_bytes"] == 0,
+             lambda c: f"a multiple of the {c['dtype']} element size ({c['elem_bytes']} B)"),
+    ),
+    derived=_elem_bytes, checks_dtype_on_gpu=False,
+    features=collective_features, flops=collective_flops, analytical=analytical,
+    analytical_assumptions="NCCL 2.30.7 cost model (ring/tree x LL/LL128/Simple, per-architecture constants); NVLS off",
+    scale=lambda f: f["nccl_time_us"],
+    example={"collective": "all_reduce", "bytes": 1 << 20, "ranks": 8, "dtype": "bf16", "backend": "nccl"},
+    categorical=("backend", "dtype", "source", "collective"),
+    range_columns=("bytes", "ranks"),
+    size_feature="bytes",
+    train_params={"max_depth": 6},                 # ~5k rows: depth 6 as accurate as the default depth 8
+))
+CollectiveDesc = SPEC.desc_type

@@ -1,12 +1,19 @@
-"""MoE features: per-expert token counts from a routing distribution, load imbalance, padded tiles."""
+"""MoE (routed experts: align/permute, grouped GEMM up(+gate), activation, grouped GEMM down, weighted combine;
+router excluded): fields, per-expert token counts from a routing distribution, load imbalance, padded tiles,
+analytical efficiency."""
 from __future__ import annotations
 
 import functools
 import json
+import re
 
 import numpy as np
 
-from kernelcast.features.common import config_values, lookup, peak_per_row, tile_waves
+from kernelcast.features.common import (clock_features, config_values, lookup, peak_per_row, per_backend,
+                                        roofline_assumptions, roofline_latency, tile_waves)
+from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, Check, CustomField, IntField, Rule,
+                                        TritonConfig, field_error, per_value)
+from kernelcast.features.ops import OpSpec, register
 
 #: tokens per expert are padded to this block in the fused kernel when no config says otherwise
 DEFAULT_BLOCK_M = 64
@@ -103,7 +110,7 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     stats = _load_stats(cols, block_m)
     elem = lookup(cols["dtype"], "bytes")
     up_width = np.where(gated, 2 * ffn, ffn)            # up (+gate) GEMM output columns
-    flops = 2 * tokens * top_k * hidden * (up_width + ffn)
+    flops = moe_flops(cols)
     padded_flops = 2 * stats["padded_rows"] * hidden * (up_width + ffn)
     weight_bytes = stats["active_experts"] * hidden * (up_width + ffn) * elem
     act_bytes = 2 * tokens * hidden * elem + tokens * top_k * (up_width + ffn) * elem
@@ -128,3 +135,115 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
         "block_m": block_m, "block_n": block_n, "block_k": block_k, "num_warps": warps, "num_stages": stages,
         "weights_fit_l2": (weight_bytes <= gpu["l2_bytes"]).astype(np.float64),
     }
+
+
+def moe_flops(cols) -> np.ndarray:
+    """2·tokens·top_k·hidden·(up width + ffn): the routed rows through up(+gate) and down."""
+    tokens, hidden, ffn, top_k = (np.asarray(cols[k], dtype=np.float64) for k in ("tokens", "hidden", "ffn", "top_k"))
+    up_width = np.where(np.asarray(cols["gated"], dtype=bool), 2 * ffn, ffn)
+    return 2 * tokens * top_k * hidden * (up_width + ffn)
+
+
+def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
+    return clock_features(base)
+
+
+DISTRIBUTION_RE = re.compile(r"^(balanced|power_law_(\d+(\.\d+)?))$")
+
+
+def check_distribution(value, tokens: int, experts: int, top_k: int) -> str:
+    """A routing distribution -> canonical text: the name, or per-expert counts as JSON."""
+    if isinstance(value, str) and not value.startswith("["):
+        if not DISTRIBUTION_RE.match(value) or (value != "balanced" and float(value[10:]) > 10):
+            raise field_error("distribution", value, "'balanced', 'power_law_<alpha>' (0 <= alpha <= 10) or per-expert token counts")
+        return value
+    counts = value
+    if isinstance(value, str):
+        try:
+            counts = json.loads(value)
+        except json.JSONDecodeError:
+            raise field_error("distribution", value, "a JSON list of per-expert token counts") from None
+    if not isinstance(counts, (list, tuple, np.ndarray)) or len(counts) != experts:
+        raise field_error("distribution", value, f"'balanced', 'power_law_<alpha>' or a list of {experts} per-expert token counts")
+    spec = IntField(0, tokens)
+    out = []
+    for i, c in enumerate(counts):
+        values = np.empty(1, dtype=object)
+        values[0] = c.item() if isinstance(c, np.generic) else c
+        if spec.check("", values, {}).bad[0]:
+            raise field_error(f"distribution[{i}]", c, spec.describe())
+        out.append(int(values[0]))
+    if sum(out) != tokens * top_k:
+        raise field_error("distribution", value, f"counts summing to tokens*top_k={tokens * top_k}")
+    return json.dumps(out)
+
+
+def _distribution_check(name, col, ctx) -> Check:
+    """Named distributions are checked once per name; explicit counts once per (counts, tokens, experts, top_k)."""
+    keyed = np.empty(len(col), dtype=object)
+    named = np.fromiter((isinstance(v, str) and not v.startswith("[") for v in col), bool, len(col))
+    keyed[named] = col[named]
+    rest = np.flatnonzero(~named)
+    keyed[rest] = [(_hashable(col[i]), int(ctx["tokens"][i]), int(ctx["experts"][i]), int(ctx["top_k"][i])) for i in rest]
+    messages: dict[int, str] = {}
+
+    def one(key):
+        try:
+            return (check_distribution(key, 1, 1, 1) if isinstance(key, str) else check_distribution(*key)), None
+        except ValueError as exc:
+            return None, str(exc)
+
+    results, _ = per_value(keyed, one)
+    values = np.empty(len(col), dtype=object)
+    bad = np.zeros(len(col), dtype=bool)
+    for i, (value, msg) in enumerate(results):
+        values[i] = value if msg is None else "balanced"
+        if msg is not None:
+            bad[i], messages[i] = True, msg
+    return Check(values, bad, lambda i: messages[i])
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, (list, np.ndarray)) else value
+
+
+#: fraction of dense peak the grouped GEMMs sustain
+COMPUTE_EFFICIENCY = {"triton": 0.55, "torch": 0.45, "trtllm": 0.60, "vllm": 0.55, "sglang": 0.55}
+#: kernels one fused call launches (our H200 rows: 9-10): two fills, count, scan, scatter, up(+gate) GEMM,
+#: activation, gate multiply, down GEMM, combine
+FUSED_KERNELS = 10.0
+#: the per-expert torch loop: gather, up+gate, activation, down per active expert, plus routing and combine
+TORCH_KERNELS_PER_EXPERT = 4.0
+
+
+def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
+    backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
+    kernels = np.where(backend == "torch", 2 + TORCH_KERNELS_PER_EXPERT * f["active_experts"], FUSED_KERNELS)
+    return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, backend), kernels)
+
+
+SPEC = register(OpSpec(
+    name="moe", doc="routed experts of an MoE layer (router excluded), token counts per expert from a distribution",
+    fields={"tokens": IntField(1, 1 << 22), "hidden": IntField(16, 1 << 17), "ffn": IntField(16, 1 << 18),
+            "experts": IntField(1, 4096), "top_k": IntField(1, 64), "gated": BoolField(default=True),
+            "distribution": CustomField(checker=_distribution_check, default="balanced",
+                                        text="'balanced', 'power_law_<alpha>' or per-expert token counts")},
+    dtypes=("bf16", "fp16", "fp8_e4m3", "fp8_block", "nvfp4"),
+    backends=("triton", "torch") + OUTSIDE_BACKENDS,
+    rules=(
+        Rule("top_k", lambda c: c["top_k"] <= c["experts"], lambda c: f"at most experts={c['experts']}"),
+        Rule("experts", lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
+             lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38"),
+    ),
+    triton_config=TritonConfig({"block_m": (16, 256, True), "block_n": (16, 256, True), "block_k": (16, 256, True),
+                                "group_m": (1, 64, False), "num_warps": (1, 16, True), "num_stages": (1, 8, False)}).field(),
+    features=moe_features, learned_features=learned_features, flops=moe_flops,
+    analytical=analytical,
+    analytical_assumptions=roofline_assumptions(COMPUTE_EFFICIENCY, f"{FUSED_KERNELS:g} kernels per fused call, "
+                                                f"{TORCH_KERNELS_PER_EXPERT:g} per active expert in the torch loop"),
+    example={"tokens": 64, "hidden": 256, "ffn": 256, "experts": 8, "top_k": 2, "dtype": "bf16", "backend": "triton",
+             "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}},
+    range_columns=("tokens", "hidden", "ffn", "experts", "top_k"),
+    train_params={"n_estimators": 150, "learning_rate": 0.2},     # as accurate as the default with half the trees
+))
+MoeDesc = SPEC.desc_type

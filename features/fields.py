@@ -1,0 +1,349 @@
+"""Description fields: the kinds a field can be, how each validates a column, dtypes and their aliases.
+
+One validation path: every field kind checks a whole column (numpy, one value per row) and
+returns its canonical values plus a mask of bad rows; a scalar description is a one-row column.
+A value is *absent* only when the field is not given (``ABSENT`` in a column built from mappings);
+None, NaN and inf are values, and wrong ones, for every field but an optional ``config``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+#: bytes per element of every dtype a description may carry
+DTYPE_BYTES = {
+    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2,
+    "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_block": 1, "int8": 1, "nvfp4": 0.5,
+}
+#: which peak-rate key of the GPU spec a dtype runs at
+DTYPE_PEAK = {
+    "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8", "fp8_block": "fp8", "int8": "int8", "nvfp4": "fp4",
+}
+#: the names torch, numpy and the ecosystem print for a dtype (lower-cased, any ``torch.``/``numpy.`` prefix dropped)
+DTYPE_ALIASES = {
+    "float32": "fp32", "float": "fp32", "single": "fp32", "f32": "fp32", "tensorfloat32": "tf32",
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "fp8": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "int8": "int8", "fp4": "nvfp4",
+}
+#: backends of outside data: aiconfigurator-core's tables keep their framework's name (another backend, not a duplicate)
+OUTSIDE_BACKENDS = ("trtllm", "vllm", "sglang")
+#: the largest operand (elements) any description may imply: beyond this it is not a kernel
+MAX_ELEMENTS = 1 << 38
+#: the largest value repr an error message echoes
+_MAX_REPR = 60
+
+
+class Absent:
+    """The marker of a field not given in a row (distinct from None and NaN, which are values)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = Absent()
+
+
+def short(value: Any) -> str:
+    """repr of a value, cut to a readable length for error messages."""
+    try:
+        text = repr(value)
+    except Exception:                                       # a hostile __repr__ must not hide the real error
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _MAX_REPR else f"{text[:_MAX_REPR]}… ({len(text)} chars)"
+
+
+def field_error(field: str, value: Any, allowed: str) -> ValueError:
+    """The one error shape for bad input: field, value received, what is allowed."""
+    return ValueError(f"kernel_desc[{field!r}] must be {allowed}; got {short(value)}")
+
+
+def canonical_dtype(value: Any) -> Any:
+    """A dtype name as torch/numpy/users write it -> kernelcast's name; anything else is returned unchanged."""
+    text = value if isinstance(value, str) else str(value) if type(value).__module__.startswith(("torch", "numpy")) else None
+    if text is None:
+        return value
+    key = text.strip().lower().removeprefix("torch.").removeprefix("numpy.").removeprefix("np.")
+    return key if key in DTYPE_BYTES else DTYPE_ALIASES.get(key, value)
+
+
+def _hash_key(value: Any) -> tuple:
+    """A dict key telling values and their types apart (1, 1.0 and True differ); repr for unhashables."""
+    try:
+        hash(value)
+        return type(value), value
+    except TypeError:
+        return type(value), repr(value)
+
+
+def per_value(values: np.ndarray, fn: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``fn`` once per distinct value of an object column -> (results, ok mask); ``fn`` raises ValueError for bad values."""
+    n = len(values)
+    out = np.empty(n, dtype=object)
+    ok = np.ones(n, dtype=bool)
+    if n == 1:                                                            # one description: no hashing at all
+        try:
+            out[0] = fn(values[0])
+        except ValueError:
+            ok[0] = False
+        return out, ok
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":          # the usual case, hashed in C
+        codes, uniq = pd.factorize(values)
+        res, good = [], []
+        for u in uniq:
+            try:
+                res.append(fn(u))
+                good.append(True)
+            except ValueError:
+                res.append(None)
+                good.append(False)
+        table = np.empty(len(res), dtype=object)
+        table[:] = res
+        return table[codes], np.asarray(good, dtype=bool)[codes]
+    cache: dict[tuple, tuple[Any, bool]] = {}
+    for i, value in enumerate(values):
+        key = _hash_key(value)
+        if key not in cache:
+            try:
+                cache[key] = (fn(value), True)
+            except ValueError:
+                cache[key] = (None, False)
+        out[i], ok[i] = cache[key]
+    return out, ok
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one field's check of a column found: canonical values, bad rows, and what is allowed."""
+
+    values: np.ndarray
+    bad: np.ndarray
+    allowed: Callable[[int], str]       # row position -> the allowed text for that row
+
+
+class Field:
+    """A description field: its default (a value, a callable of earlier validated columns, or None: required)."""
+
+    default: Any = None
+    python_type: type = object
+
+    def check(self, name: str, col: np.ndarray, ctx: Mapping[str, np.ndarray]) -> Check:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+def is_absent(col: np.ndarray) -> np.ndarray:
+    if col.dtype != object:
+        return np.zeros(len(col), dtype=bool)
+    return np.fromiter((v is ABSENT for v in col), bool, len(col))
+
+
+def _as_int(value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError
+    if isinstance(value, numbers.Integral):
+        out = int(value)
+    else:
+        f = float(value)
+        if not math.isfinite(f) or not f.is_integer():
+            raise ValueError
+        out = int(f)
+    if not lo <= out <= hi:
+        raise ValueError
+    return out
+
+
+@dataclass(frozen=True)
+class IntField(Field):
+    """An integer: inclusive bounds, optional power-of-two rule, optional default."""
+
+    lo: int
+    hi: int
+    default: Any = None
+    pow2: bool = False
+    python_type: type = int
+
+    def describe(self) -> str:
+        return f"{'a power of two' if self.pow2 else 'an integer'} in [{self.lo}, {self.hi}]"
+
+    def check(self, name, col, ctx):
+        if col.dtype.kind in "iu":                                       # typed columns: no per-value work
+            values = col.astype(np.int64)
+            bad = (col < self.lo) | (col > self.hi)
+        elif col.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isfinite(col) | (col != np.floor(col)) | (col < self.lo) | (col > self.hi)
+            values = np.where(bad, self.lo, col).astype(np.int64)
+        else:
+            out, ok = per_value(col, lambda v: _as_int(v, self.lo, self.hi))
+            bad = ~ok
+            out[bad] = self.lo
+            values = out.astype(np.int64)
+        if self.pow2:
+            bad = bad | ((values & (values - 1)) != 0)
+        return Check(values, bad, lambda i: self.describe())
+
+
+@dataclass(frozen=True)
+class BoolField(Field):
+    default: Any = None
+    python_type: type = bool
+
+    def describe(self) -> str:
+        return "true or false"
+
+    def check(self, name, col, ctx):
+        if col.dtype == bool:
+            return Check(col, np.zeros(len(col), dtype=bool), lambda i: self.describe())
+        bad = np.fromiter((not isinstance(v, (bool, np.bool_)) for v in col), bool, len(col))
+        values = np.where(bad, False, col).astype(bool)
+        return Check(values, bad, lambda i: self.describe())
+
+
+@dataclass(frozen=True)
+class ChoiceField(Field):
+    """One of a fixed set of names; ``canon`` maps what users type (aliases) to a name first."""
+
+    choices: tuple[str, ...]
+    default: Any = None
+    canon: Callable[[Any], Any] | None = None
+    python_type: type = str
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(self.choices)
+
+    def check(self, name, col, ctx):
+        allowed = set(self.choices)
+
+        def one(v):
+            v = self.canon(v) if self.canon is not None else v
+            if not isinstance(v, str) or v not in allowed:
+                raise ValueError
+            return v
+
+        if self.canon is None and pd.api.types.infer_dtype(col, skipna=False) == "string":
+            bad = ~pd.Series(col, dtype=object).isin(self.choices).to_numpy()
+            return Check(col.astype(object), bad, lambda i: self.describe())
+        values, ok = per_value(col, one)
+        return Check(values, ~ok, lambda i: self.describe())
+
+
+@dataclass(frozen=True)
+class CustomField(Field):
+    """A field whose check is its op's own (GPU names, MoE distributions, Triton configs)."""
+
+    checker: Callable[[str, np.ndarray, Mapping[str, np.ndarray]], Check] = None
+    text: str = ""
+    default: Any = None
+    python_type: type = object
+    optional: bool = False            # None is a value meaning "not given" (config only)
+
+    def describe(self) -> str:
+        return self.text
+
+    def check(self, name, col, ctx):
+        return self.checker(name, col, ctx)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A cross-field check written once over numpy columns: ``ok(c)`` -> bool per row."""
+
+    field: str
+    ok: Callable[[Mapping[str, np.ndarray]], Any]
+    allowed: Callable[[Mapping[str, Any]], str]     # given one row's scalar values
+
+
+@dataclass(frozen=True)
+class TritonConfig:
+    """The keys a Triton config of one op must carry: key -> (lo, hi, power of two)."""
+
+    keys: Mapping[str, tuple[int, int, bool]] = field(default_factory=dict)
+
+    def check_one(self, cfg: Any, backend: str) -> str | None:
+        """A config value (mapping, its JSON text, or None) -> canonical JSON text (None: no config)."""
+        if isinstance(cfg, str):                                  # rows and CLIs carry configs as JSON text
+            try:
+                cfg = json.loads(cfg)
+            except json.JSONDecodeError:
+                raise field_error("config", cfg, "a mapping of names to numbers or strings (or its JSON text)") from None
+        if cfg is None:
+            if backend == "triton":
+                raise field_error("config", None, f"a mapping with {', '.join(self.keys)} for backend 'triton'")
+            return None
+        if not isinstance(cfg, Mapping):
+            raise field_error("config", cfg, "a mapping of names to numbers or strings")
+        for key in cfg:
+            if not isinstance(key, str):
+                raise field_error("config", cfg, "a mapping with string keys")
+        if backend != "triton":
+            for key, value in cfg.items():
+                if not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
+                    raise field_error(f"config.{key}", value, "a string, finite number or bool")
+            return json.dumps(dict(cfg), sort_keys=True)
+        unknown = sorted(set(cfg) - set(self.keys))
+        if unknown:
+            raise field_error(f"config.{unknown[0]}", cfg[unknown[0]], "absent: known keys are " + ", ".join(self.keys))
+        out = {}
+        for key, (lo, hi, pow2) in self.keys.items():
+            spec = IntField(lo, hi, pow2=pow2)
+            if key not in cfg:
+                raise field_error(f"config.{key}", None, f"{spec.describe()} (required for backend 'triton')")
+            try:
+                value = _as_int(cfg[key], lo, hi)
+            except ValueError:
+                raise field_error(f"config.{key}", cfg[key], spec.describe()) from None
+            if pow2 and value & (value - 1):
+                raise field_error(f"config.{key}", cfg[key], spec.describe())
+            out[key] = value
+        return json.dumps(out, sort_keys=True)
+
+    def field(self) -> CustomField:
+        def checker(name, col, ctx):
+            backends = ctx["backend"]
+            out = np.empty(len(col), dtype=object)
+            bad = np.zeros(len(col), dtype=bool)
+            messages: dict[int, str] = {}
+            keyed = np.empty(len(col), dtype=object)
+            keyed[:] = [(None if v is ABSENT else v, b) for v, b in zip(col, backends)]
+            cache: dict[tuple, tuple] = {}
+            for i, (value, backend) in enumerate(keyed):
+                key = (_hash_key(value), backend)
+                if key not in cache:
+                    try:
+                        cache[key] = (self.check_one(value, backend), None)
+                    except ValueError as exc:
+                        cache[key] = (None, str(exc))
+                out[i], msg = cache[key]
+                if msg is not None:
+                    bad[i] = True
+                    messages[i] = msg
+            return Check(out, bad, lambda i: messages[i])
+        return CustomField(checker=checker, text="a Triton config mapping (backend 'triton') or none",
+                           default=None, optional=True)
+
+
+def config_pairs(text: str | None) -> tuple[tuple[str, Any], ...] | None:
+    """Canonical config JSON -> the sorted (key, value) tuple a frozen description holds."""
+    return None if text is None else tuple(sorted(json.loads(text).items()))
+
+
+__all__ = ["ABSENT", "DTYPE_ALIASES", "DTYPE_BYTES", "DTYPE_PEAK", "MAX_ELEMENTS", "OUTSIDE_BACKENDS", "BoolField", "Check", "ChoiceField",
+           "CustomField", "Field", "IntField", "Rule", "TritonConfig", "canonical_dtype", "config_pairs", "field_error",
+           "is_absent", "per_value", "short"]

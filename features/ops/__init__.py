@@ -1,0 +1,102 @@
+"""The op-family registry: one ``OpSpec`` per family, each defined in its own module of this package.
+
+Everything op-specific lives in the family's module: fields and validation rules, FLOPs, minimum
+bytes and floors, feature columns, the analytical model's efficiency assumptions, the learned
+model's categories, range columns and training parameters. Shared code (the description parser,
+the frame validator, the predictors, training, the sweeps) asks the registry and never branches
+on an op's name. Adding a family is adding a module that calls ``register``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from kernelcast.features.fields import ABSENT, CustomField, Field, Rule
+
+Columns = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op family: what a description of it holds and everything the predictors need to know about it."""
+
+    name: str
+    doc: str                                        # one line: what the op computes
+    fields: Mapping[str, Field]                     # op-specific fields, validated in this order after gpu/dtype/backend
+    dtypes: tuple[str, ...]
+    backends: tuple[str, ...]
+    features: Callable[[Columns, Columns], dict]     # (description columns, gpu columns) -> named numbers incl. floor_us
+    analytical: Callable[[Columns, Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]  # -> (latency_us, bound)
+    analytical_assumptions: str                     # what the analytical answer assumes, said with every answer
+    flops: Callable[[Columns], np.ndarray]           # FLOPs of each row, from description fields only
+    example: Mapping[str, Any]                      # one valid description (gpu excluded): feature names are read off it
+    rules: tuple[Rule, ...] = ()                    # cross-field checks, after the fields
+    triton_config: Field | None = None              # the config field (a Triton config spec) — None: config is free-form
+    learned_features: Callable[[Columns, Columns, Mapping], dict] | None = None  # what only the learned model reads
+    scale: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None     # learned target's scale (default: floor + one kernel)
+    categorical: tuple[str, ...] = ("backend", "dtype", "source")   # description columns one-hot encoded for the learned model
+    range_columns: tuple[str, ...] = ()             # fields whose trained range bounds a learned model's coverage
+    size_feature: str = "flops"                     # the size the extrapolation split holds the top of
+    train_params: Mapping[str, Any] = field(default_factory=dict)    # LatencyRegressor overrides, with their reason in the module
+    checks_dtype_on_gpu: bool = True                # compute ops need the GPU to have units for the dtype
+    derived: Callable[[Columns], dict] | None = None  # extra columns the rules read (e.g. element bytes)
+    desc_type: type = None                          # the frozen description class (made by ``register``)
+
+    def all_fields(self) -> tuple[str, ...]:
+        """Every key a description of this op may carry (``op`` included), in order."""
+        return ("op", "gpu", "dtype", "backend", *self.fields, "config")
+
+
+_REGISTRY: dict[str, OpSpec] = {}
+
+
+def register(spec: OpSpec) -> OpSpec:
+    """Add an op family (its description class is made here); registering a name twice raises."""
+    from kernelcast.features.desc import make_desc_type
+
+    if spec.name in _REGISTRY:
+        raise ValueError(f"op family {spec.name!r} is already registered")
+    reserved = {"op", "gpu", "dtype", "backend", "config"} & set(spec.fields)
+    if reserved:
+        raise ValueError(f"op family {spec.name!r}: fields {sorted(reserved)} are common to every op")
+    spec = dataclasses.replace(spec, desc_type=make_desc_type(spec))
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove an op family (tests that register a toy family clean up with this)."""
+    _REGISTRY.pop(name, None)
+
+
+def op_names() -> tuple[str, ...]:
+    _load_builtin()
+    return tuple(_REGISTRY)
+
+
+def get_op(name: Any) -> OpSpec:
+    """The spec of an op family; an unknown name is a ValueError listing the registered ones."""
+    _load_builtin()
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        from kernelcast.features.fields import field_error
+
+        raise field_error("op", name, "one of " + ", ".join(_REGISTRY))
+    return spec
+
+
+_LOADED = False
+
+
+def _load_builtin() -> None:
+    """Import the built-in families once (each module registers itself)."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from kernelcast.features.ops import attention, collective, gemm, moe  # noqa: F401
+
+
+__all__ = ["ABSENT", "Columns", "CustomField", "OpSpec", "get_op", "op_names", "register", "unregister"]
