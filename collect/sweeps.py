@@ -7,7 +7,7 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
   for non-Triton backends).
 * ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
   (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed.
-* ``[[models]]``: real-model shapes from ``models.toml`` (linear layers, attention, MoE experts)
+* ``[[models]]``: real-model shapes from ``features/models.toml`` (linear layers, attention, MoE experts)
   for ``models`` x ``tp`` x ``tokens``; each description is tagged with its model and layer.
 
 Any block may set ``max_gflop`` (points above it are skipped, with the reason) to bound run time.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kernelcast.features.desc import Desc, parse_desc
+from kernelcast.features.models import models_data, split_layer
 
 SWEEP_DIR = Path(__file__).with_name("sweeps")
 BLOCK_KINDS = ("grid", "random", "models")
@@ -48,12 +49,12 @@ def _err(path: Path, key: str, value: Any, allowed: str) -> SweepError:
 
 
 def list_sweeps() -> list[str]:
-    return sorted(p.stem for p in SWEEP_DIR.glob("*.toml") if p.stem != "models")
+    return sorted(p.stem for p in SWEEP_DIR.glob("*.toml"))
 
 
 def _load(name: str) -> tuple[Path, dict]:
     path = SWEEP_DIR / f"{name}.toml"
-    if not isinstance(name, str) or name == "models" or not path.is_file():
+    if not isinstance(name, str) or not path.is_file():
         raise ValueError(f"sweep must be one of {', '.join(list_sweeps())}; got {name!r}")
     try:
         return path, tomllib.loads(path.read_text())
@@ -114,30 +115,12 @@ def _points_random(path: Path, block: dict, rng: random.Random) -> Iterator[dict
         yield {k: _draw(path, k, block[k], rng) for k in keys}
 
 
-def _models_data() -> dict:
-    return tomllib.loads((SWEEP_DIR / "models.toml").read_text())
-
-
-def _split(path: Path, model: str, layer: list, tp: int, info: dict) -> tuple[int, int] | str:
-    name, n, k, how = layer
-    if how == "n":
-        if name == "qkv":
-            kv = max(1, info["heads_kv"] // tp)
-            return (info["heads_q"] // tp + 2 * kv) * info["head_dim"], k
-        return (n // tp, k) if n % tp == 0 else f"{model}.{name}: n={n} not divisible by tp={tp}"
-    if how == "k":
-        return (n, k // tp) if k % tp == 0 else f"{model}.{name}: k={k} not divisible by tp={tp}"
-    if how == "none":
-        return n, k
-    raise _err(path, f"models.{model}.linear", layer, "[name, n, k, 'n'|'k'|'none']")
-
-
 def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, tokens: int) -> Iterator[tuple[dict, dict] | tuple[dict, str]]:
     base = {k: v for k, v in block.items() if k not in CONTROL_KEYS["models"]}
     op, tags = base.get("op"), {"model": model, "tp": tp}
     if op == "gemm":
         for layer in info.get("linear", []):
-            shape = _split(path, model, layer, tp, info)
+            shape = split_layer(model, layer, tp, info)
             point = {**base, "m": tokens}
             yield (point, shape) if isinstance(shape, str) else ({**point, "n": shape[0], "k": shape[1]}, {**tags, "layer": layer[0]})
     elif op == "attention":
@@ -166,48 +149,12 @@ def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, toke
         raise _err(path, "models.op", op, "one of gemm, attention, moe")
 
 
-#: the fused-MoE Triton config ``model_layer`` describes (vLLM's default shape class for bf16)
-LAYER_MOE_CONFIG = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}
-
-
-def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1,
-                dtype: str = "bf16") -> list[tuple[str, dict]]:
-    """Every kernel of one decoder layer of a ``models.toml`` model, as (layer name, description).
-
-    ``tokens`` new tokens of one sequence attend causally to ``context + tokens`` keys; tensor
-    parallelism ``tp`` splits layers as the sweeps do (column/row-parallel). Layers the sizes
-    cannot express (MLA attention, a width tp does not divide) raise ``ValueError`` with the reason.
-    """
-    data = _models_data()
-    if model not in data:
-        raise ValueError(f"model must be one of {', '.join(data)}; got {model!r}")
-    info, path = data[model], SWEEP_DIR / "models.toml"
-    common = {"gpu": gpu, "dtype": dtype}
-    out = []
-    for layer in info.get("linear", []):
-        shape = _split(path, model, layer, tp, info)
-        if isinstance(shape, str):
-            raise ValueError(f"tp={tp} does not fit {shape}")
-        out.append((layer[0], {"op": "gemm", "backend": "cublas", "layout": "nt", "m": tokens, "n": shape[0],
-                               "k": shape[1], **common}))
-    if "heads_q" in info:
-        out.insert(1, ("attention", {"op": "attention", "backend": "flash", "batch": 1, "heads_q": info["heads_q"] // tp,
-                                     "heads_kv": max(1, info["heads_kv"] // tp), "head_dim": info["head_dim"],
-                                     "seq_q": tokens, "seq_kv": context + tokens, "causal": True, **common}))
-    if "moe" in info:
-        moe = info["moe"]
-        out.append(("experts", {"op": "moe", "backend": "triton", "tokens": tokens, "hidden": info["hidden"],
-                                "ffn": moe["ffn"] // tp, "experts": moe["experts"], "top_k": moe["top_k"],
-                                "config": LAYER_MOE_CONFIG, **common}))
-    return out
-
-
 def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 
 
 def _points_models(path: Path, block: dict) -> Iterator[tuple[dict, dict | str]]:
-    data = _models_data()
+    data = models_data()
     for model in _as_list(block.get("models", [])):
         if model not in data:
             raise _err(path, "models.models", model, "a model of models.toml: " + ", ".join(data))

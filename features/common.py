@@ -81,6 +81,15 @@ def tile_waves(tiles: np.ndarray, sm_count: np.ndarray, per_sm: float = 1.0) -> 
     return waves, tiles / (waves * slots)
 
 
+def triton_configs(cols) -> np.ndarray:
+    """Each row's config where its backend runs it (Triton); None elsewhere (another backend's config is annotation only)."""
+    backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
+    configs = cols.get("config")
+    if configs is None:
+        return np.full(len(backend), None, dtype=object)
+    return np.where(backend == "triton", np.atleast_1d(np.asarray(configs, dtype=object)), None)
+
+
 def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -> list[np.ndarray]:
     """Numeric keys of each row's JSON config column; ``defaults`` where a row's config lacks one."""
     uniq, inv = _unique(np.asarray([c if isinstance(c, str) else "" for c in np.atleast_1d(configs)], dtype=object))

@@ -73,6 +73,20 @@ def _python(name: str, value: Any) -> Any:
     return value
 
 
+def row_keys(op: str, cols) -> list[str]:
+    """``Desc.key()`` of every row of canonical columns (``validate_columns`` output) without building the objects."""
+    names = get_op(op).all_fields()[1:]
+    n = len(cols["gpu"])
+    out = []
+    for i in range(n):
+        d = {"op": op}
+        for name in names:
+            value = _python(name, cols[name][i])
+            d[name] = dict(value) if name == "config" and value is not None else list(value) if isinstance(value, tuple) else value
+        out.append(json.dumps(d, sort_keys=True))
+    return out
+
+
 def make_desc_type(spec) -> type:
     """The frozen description class of an op family: its fields in order, each defaulting to ``ABSENT``
     (filled with the field's real default, or reported missing, by validation)."""
@@ -138,4 +152,4 @@ def from_json(text: str) -> Desc:
     return parse_desc(data)
 
 
-__all__ = ["Desc", "from_json", "from_row", "make_desc_type", "op_fields", "parse_desc"]
+__all__ = ["Desc", "from_json", "from_row", "make_desc_type", "op_fields", "parse_desc", "row_keys"]

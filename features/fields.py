@@ -37,6 +37,8 @@ DTYPE_ALIASES = {
 OUTSIDE_BACKENDS = ("trtllm", "vllm", "sglang")
 #: the largest operand (elements) any description may imply: beyond this it is not a kernel
 MAX_ELEMENTS = 1 << 38
+#: up to this many rows a column is checked value by value in Python (pandas' per-call cost is larger)
+SMALL = 16
 #: the largest value repr an error message echoes
 _MAX_REPR = 60
 
@@ -95,11 +97,12 @@ def per_value(values: np.ndarray, fn: Callable[[Any], Any]) -> tuple[np.ndarray,
     n = len(values)
     out = np.empty(n, dtype=object)
     ok = np.ones(n, dtype=bool)
-    if n == 1:                                                            # one description: no hashing at all
-        try:
-            out[0] = fn(values[0])
-        except ValueError:
-            ok[0] = False
+    if n <= SMALL:                                                        # a few descriptions: no hashing at all
+        for i, value in enumerate(values):
+            try:
+                out[i] = fn(value)
+            except ValueError:
+                ok[i] = False
         return out, ok
     if pd.api.types.infer_dtype(values, skipna=False) == "string":          # the usual case, hashed in C
         codes, uniq = pd.factorize(values)
@@ -237,7 +240,7 @@ class ChoiceField(Field):
                 raise ValueError
             return v
 
-        if self.canon is None and pd.api.types.infer_dtype(col, skipna=False) == "string":
+        if self.canon is None and len(col) > SMALL and pd.api.types.infer_dtype(col, skipna=False) == "string":
             bad = ~pd.Series(col, dtype=object).isin(self.choices).to_numpy()
             return Check(col.astype(object), bad, lambda i: self.describe())
         values, ok = per_value(col, one)
@@ -268,6 +271,7 @@ class Rule:
     field: str
     ok: Callable[[Mapping[str, np.ndarray]], Any]
     allowed: Callable[[Mapping[str, Any]], str]     # given one row's scalar values
+    needs: tuple[str, ...] | None = None            # the fields it reads: checked as soon as they are (None: last)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.common import key_codes
-from kernelcast.features.fields import (ABSENT, DTYPE_PEAK, Check, ChoiceField, CustomField, Field, Rule,
+from kernelcast.features.fields import (ABSENT, DTYPE_PEAK, SMALL, Check, ChoiceField, CustomField, Field, Rule,
                                         canonical_dtype, field_error, is_absent, per_value)
 from kernelcast.features.gpu import get_gpu, list_gpus, resolve_gpu_name
 from kernelcast.features.ops import OpSpec, get_op, op_names
@@ -53,13 +53,15 @@ def _has_units(gpu: str, dtype: str) -> bool:
 
 def _dtype_rule(spec: OpSpec) -> Rule:
     def ok(c):
+        if len(c["gpu"]) <= SMALL:
+            return np.fromiter((_has_units(g, d) for g, d in zip(c["gpu"], c["dtype"])), bool, len(c["gpu"]))
         codes, first = key_codes(c["gpu"], c["dtype"])
         return np.asarray([_has_units(c["gpu"][i], c["dtype"][i]) for i in first], dtype=bool)[codes]
 
     def allowed(c):
         runs = [d for d in spec.dtypes if _has_units(c["gpu"], d)]
         return f"one of {', '.join(runs)} on {c['gpu']} (it has no {DTYPE_PEAK[c['dtype']]} units)"
-    return Rule("dtype", ok, allowed)
+    return Rule("dtype", ok, allowed, needs=("gpu", "dtype"))
 
 
 class Problems:
@@ -101,6 +103,7 @@ def validate_columns(op: str, cols: Mapping[str, Any], n: int, problems: Problem
     spec = get_op(op)
     problems = problems or Problems(n, strict=True)
     out: dict[str, np.ndarray] = {}
+    pending = list(((_dtype_rule(spec),) if spec.checks_dtype_on_gpu else ()) + tuple(spec.rules))
     for name, fld in _fields(op).items():
         col = cols.get(name)
         col = np.full(n, ABSENT, dtype=object) if col is None else np.asarray(col)
@@ -117,20 +120,28 @@ def validate_columns(op: str, cols: Mapping[str, Any], n: int, problems: Problem
                 problems.add(missing, lambda i, f=fld: field_error(name, None, f"{f.describe()} (required for op {op!r})").args[0])
                 col = col.copy()
                 col[missing] = _placeholder(fld)
-        if isinstance(fld, CustomField) and fld.optional and col.dtype == object:
-            col = np.where(pd.isna(pd.Series(col, dtype=object)).to_numpy(), None, col)   # an empty config cell: none
+        if isinstance(fld, CustomField) and fld.optional and col.dtype == object:       # an empty config cell: none
+            empty = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in col), bool, len(col))
+            col = np.where(empty, None, col)
         check = fld.check(name, col, out)
         problems.add(check.bad, lambda i, c=check, v=col: _message(name, c, v[i], i))
         out[name] = check.values
+        ready = [r for r in pending if r.needs is not None and set(r.needs) <= set(out)]
+        for rule in ready:
+            _apply(rule, out, problems)
+            pending.remove(rule)
     if spec.derived is not None:
         out.update(spec.derived(out))
-    rules = ((_dtype_rule(spec),) if spec.checks_dtype_on_gpu else ()) + tuple(spec.rules)
-    for rule in rules:
-        with np.errstate(all="ignore"):
-            ok = np.asarray(rule.ok(out), dtype=bool)
-        problems.add(~ok, lambda i, r=rule: field_error(
-            r.field, _scalar(out[r.field][i]), r.allowed({k: _scalar(v[i]) for k, v in out.items()})).args[0])
+    for rule in pending:
+        _apply(rule, out, problems)
     return out
+
+
+def _apply(rule: Rule, out: dict[str, np.ndarray], problems: Problems) -> None:
+    with np.errstate(all="ignore"):
+        ok = np.asarray(rule.ok(out), dtype=bool)
+    problems.add(~ok, lambda i: field_error(
+        rule.field, _scalar(out[rule.field][i]), rule.allowed({k: _scalar(v[i]) for k, v in out.items()})).args[0])
 
 
 def _message(name: str, check: Check, raw: Any, i: int) -> str:
@@ -186,44 +197,44 @@ def validate_frame(frame: pd.DataFrame, extra_columns: Iterable[str] = (), stric
     too, as in ``parse_desc``. ``strict=False`` skips bad rows instead of raising, returning each bad
     row's position with its reason (training reports and drops them).
     """
-    if "op" not in frame:
-        raise ValueError("kernel_desc frame must have an 'op' column; got columns " + ", ".join(map(str, frame.columns)))
     known = all_field_names()
-    extra = set(extra_columns)
-    for column in frame.columns:
-        if column not in known and column not in extra:
-            raise unknown_field_error(column, "a column", known)
+    extra = set(extra_columns) | {"op"}
+    names = op_names()
     n = len(frame)
     problems = Problems(n, strict, frame.index)
-    ops = frame["op"].to_numpy(dtype=object)
-    names = op_names()
+    ops = frame["op"].to_numpy(dtype=object) if "op" in frame else np.full(n, None, dtype=object)
     codes, ok = per_value(ops, lambda v: v if isinstance(v, str) and v in names else _raise())
-    problems.add(~ok, lambda i: field_error("op", ops[i], "one of " + ", ".join(names)).args[0])
+    problems.add(~ok, lambda i: field_error("op", _scalar(ops[i]), "one of " + ", ".join(names)).args[0])
+    groups = {op: np.flatnonzero(ops == op) for op in names}
+    for column in frame.columns:                 # in column order, as parse_desc checks a mapping's keys in order
+        if column in extra:
+            continue
+        values = frame[column].to_numpy()
+        held = np.ones(n, dtype=bool) if column not in known else pd.notna(values) & ~is_absent(values)
+        for op, pos in groups.items():
+            fields = get_op(op).all_fields()
+            if len(pos) and column not in fields:
+                problems.add(_at(n, pos, held[pos]), lambda i, c=column, f=fields, o=op:
+                             unknown_field_error(c, _scalar(values[i]), f, o).args[0])
     out = {}
-    for op in names:
-        pos = np.flatnonzero((ops == op) & ~problems.bad)
+    for op, pos in groups.items():
+        pos = pos[~problems.bad[pos]]
         if not len(pos):
             continue
         sub = frame.iloc[pos]
         mine = set(get_op(op).all_fields())
-        for column in sub.columns:
-            if column in known and column not in mine and column not in extra:
-                values = sub[column].to_numpy()
-                held = pd.notna(values) & ~is_absent(values)
-                sub_problems = Problems(len(pos), strict, sub.index)
-                sub_problems.add(held, lambda i, c=column: unknown_field_error(c, _scalar(sub[c].iloc[i]), mine, op).args[0])
-                _merge(problems, sub_problems, pos)
         sub_problems = Problems(len(pos), strict, sub.index)
         cols = validate_columns(op, {c: sub[c].to_numpy() for c in sub.columns if c in mine}, len(pos), sub_problems)
         _merge(problems, sub_problems, pos)
         good = ~sub_problems.bad
-        if not good.all():
-            cols = {k: v[good] for k, v in cols.items()}
-            pos = pos[good]
-        # rows already bad through a foreign field are dropped too
-        keep = ~problems.bad[pos]
-        out[op] = (pos[keep], {k: v[keep] for k, v in cols.items()} if not keep.all() else cols)
+        out[op] = (pos, cols) if good.all() else (pos[good], {k: v[good] for k, v in cols.items()})
     return out, problems.reasons
+
+
+def _at(n: int, pos: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[pos] = flags
+    return out
 
 
 def _merge(into: Problems, sub: Problems, pos: np.ndarray) -> None:
@@ -236,12 +247,19 @@ def columns_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Mappings -> a frame whose missing keys are ``ABSENT`` (not NaN): an omitted field takes its default,
     an explicit None/NaN stays a value (and an error)."""
     rows = list(records)
+    names = op_names()
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
             raise ValueError(f"row {i}: kernel_desc must be a mapping with an 'op' field; got {type(r).__name__}")
         for key in r:
             if not isinstance(key, str):
                 raise ValueError(f"row {i}: kernel_desc keys must be field names (strings); got {key!r}")
+        op = r.get("op")
+        if isinstance(op, str) and op in names:                    # a mapping's keys are checked as parse_desc does
+            allowed = get_op(op).all_fields()
+            for key in r:
+                if key not in allowed:
+                    raise ValueError(f"row {i}: " + unknown_field_error(key, r[key], allowed, op).args[0])
     keys = list(dict.fromkeys(k for r in rows for k in r))
     data = {}
     for key in keys:

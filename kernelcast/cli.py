@@ -97,7 +97,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 def cmd_layer(args: argparse.Namespace) -> int:
     from kernelcast import predict_many
-    from kernelcast.collect.sweeps import model_layer
+    from kernelcast.features.models import model_layer
 
     rows = []
     for gpu in args.gpus.split(","):
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpus)
     p = sub.add_parser("layer", help="predict every kernel of one decoder layer of a real model")
-    p.add_argument("--model", default="llama3_8b", help="a model of collect/sweeps/models.toml")
+    p.add_argument("--model", default="llama3_8b", help="a model of features/models.toml")
     p.add_argument("--tokens", default="1,128,2048,8192", help="comma-separated new-token counts")
     p.add_argument("--context", type=int, default=4096, help="tokens already in the KV cache")
     p.add_argument("--gpus", default="H200,B200,MI300X")

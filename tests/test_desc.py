@@ -6,8 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelcast.features.desc import OPS, from_json, from_row, op_fields, parse_desc
-from kernelcast.features.frame import validate_frame
+from kernelcast.features.desc import from_json, from_row, op_fields, parse_desc
+from kernelcast.features.ops import op_names
+from kernelcast.features.validate import validate_frame
 
 TRITON_GEMM = {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 8, "num_stages": 3, "split_k": 1}
 VALID = {
@@ -76,7 +77,7 @@ def test_not_a_mapping_and_bad_json():
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
                  st.text(max_size=12), st.lists(st.integers(-5, 50), max_size=6),
                  st.dictionaries(st.text(max_size=8), st.integers(-3, 300), max_size=4))
-ALL_FIELDS = {f for op in OPS for f in op_fields(op)}
+ALL_FIELDS = {f for op in op_names() for f in op_fields(op)}
 FIELD_NAMES = sorted({k for v in VALID.values() for k in v} | {"layout", "out_dtype", "batch", "gated",
                                                                "in_place", "ranks_per_node", "bogus"})
 
@@ -96,40 +97,107 @@ def malformed(draw):
     return d
 
 
+def _outcome(call):
+    """What an entry point answered: ("ok", latency) or ("error", message without a frame's row prefix)."""
+    try:
+        return "ok", round(float(call()), 6)
+    except ValueError as exc:
+        text = str(exc)
+        assert "kernel_desc" in text or "predictor" in text, text
+        return "error", text.removeprefix("row 0: ")
+
+
+def _frame(d):
+    """One row as a frame. An empty cell (None/NaN) in another op's column is how a frame of mixed ops says
+    "not this row's field", so such keys are left out of the frame (the scalar side rejects them as present)."""
+    op = d.get("op") if d.get("op") in op_names() else None
+    mine = set(op_fields(op)) if op else ALL_FIELDS
+    empty = lambda v: v is None or (isinstance(v, float) and v != v)
+    kept = {k: v for k, v in d.items() if not (k in ALL_FIELDS and k not in mine and empty(v))}
+    return pd.DataFrame({k: pd.Series([v], dtype=object) for k, v in kept.items()})
+
+
 @settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(malformed())
-def test_fuzz_only_value_errors(d):
-    """≥10,000 random malformed descriptions: a ValueError naming kernel_desc, or a valid parse."""
-    try:
-        desc = parse_desc(d)
-    except ValueError as exc:
-        assert "kernel_desc" in str(exc)
+def test_fuzz_every_entry_point_agrees(d):
+    """≥10,000 random malformed descriptions through the scalar parser, ``predict_latency``, ``predict_many``
+    on a list of mappings and on a frame, and a description object rebuilt with ``dataclasses.replace``: the
+    same answer or the same error (naming kernel_desc) everywhere."""
+    from kernelcast import predict_latency, predict_many
+
+    frame = _frame(d)
+    outcomes = {
+        "parse": _outcome(lambda: 1.0 if parse_desc(d) else 0.0),
+        "predict_latency": _outcome(lambda: predict_latency(d, predictor="analytical").latency_us),
+        "predict_many(list)": _outcome(lambda: predict_many([d], predictor="analytical")["latency_us"].iloc[0]),
+    }
+    if len(frame.columns) == len(d):
+        outcomes["predict_many(frame)"] = _outcome(lambda: predict_many(frame, predictor="analytical")["latency_us"].iloc[0])
+    kinds = {k: v[0] for k, v in outcomes.items()}
+    assert len(set(kinds.values())) == 1, outcomes
+    if kinds["parse"] == "error":
+        assert len({v[1] for v in outcomes.values()}) == 1, outcomes
         return
-    assert parse_desc(desc.to_dict()) == desc
+    assert len({v[1] for k, v in outcomes.items() if k != "parse"}) == 1, outcomes
+    desc = parse_desc(d)
+    assert parse_desc(desc.to_dict()) == desc and from_row(desc.to_row()) == desc
 
 
-@settings(max_examples=1_500, deadline=None, suppress_health_check=list(HealthCheck))
-@given(malformed())
-def test_fuzz_frame_agrees_with_scalar(d):
-    """Column-wise validation accepts exactly what parse_desc accepts.
+@pytest.mark.parametrize("op", VALID)
+def test_replace_runs_validation(op):
+    import dataclasses
 
-    In a frame, None and NaN are an empty cell (absent) and columns that are no description field are
-    ignored, so the scalar side sees the same: no None values, description fields only.
-    """
-    d = {k: v for k, v in d.items() if k in ALL_FIELDS and v is not None and v == v}
-    try:
-        parse_desc(d)
-        scalar_ok = True
-    except ValueError:
-        scalar_ok = False
-    frame = pd.DataFrame({k: pd.Series([v], dtype=object) for k, v in d.items()})
-    try:
-        validate_frame(frame)
-        frame_ok = True
-    except ValueError as exc:
-        assert "kernel_desc" in str(exc)
-        frame_ok = False
-    assert frame_ok == scalar_ok
+    desc = parse_desc(VALID[op])
+    field = next(f for f in op_fields(op) if isinstance(getattr(desc, f, None), int) and not isinstance(getattr(desc, f), bool))
+    with pytest.raises(ValueError, match=rf"kernel_desc\['{field}'\] must be"):
+        dataclasses.replace(desc, **{field: 0 if field != "bytes" else -5})
+
+
+@pytest.mark.parametrize("value", [None, float("nan"), float("inf")])
+def test_none_nan_inf_are_errors_not_defaults(value):
+    with pytest.raises(ValueError, match=r"kernel_desc\['batch'\] must be an integer"):
+        parse_desc({**VALID["gemm"], "batch": value})
+    with pytest.raises(ValueError, match=r"row 0: kernel_desc\['batch'\] must be an integer"):
+        validate_frame(pd.DataFrame([{**VALID["gemm"], "batch": value}]))
+
+
+def test_unknown_fields_name_the_closest():
+    with pytest.raises(ValueError, match=r"kernel_desc\['bacth'\] must be absent: .*did you mean 'batch'"):
+        parse_desc({**VALID["gemm"], "bacth": 8})
+    with pytest.raises(ValueError, match=r"kernel_desc\['bacth'\] must be absent: .*did you mean 'batch'"):
+        validate_frame(pd.DataFrame([{**VALID["gemm"], "bacth": 8}]))
+    with pytest.raises(ValueError, match=r"keys must be field names"):
+        parse_desc({**VALID["gemm"], 3: 4})
+
+
+@pytest.mark.parametrize("alias,canonical", [("bfloat16", "bf16"), ("BF16", "bf16"), ("torch.float16", "fp16"),
+                                             ("float16", "fp16"), ("half", "fp16"), ("float32", "fp32"),
+                                             ("fp8", "fp8_e4m3"), ("torch.float8_e4m3fn", "fp8_e4m3")])
+def test_dtype_aliases(alias, canonical):
+    gemm = {**VALID["gemm"], "backend": "cublas", "config": None, "dtype": alias}
+    assert parse_desc(gemm).dtype == canonical
+    assert parse_desc({**gemm, "dtype": "bf16", "out_dtype": alias if canonical != "fp8_e4m3" else "bf16"}).out_dtype \
+        == (canonical if canonical != "fp8_e4m3" else "bf16")
+
+
+def test_dtype_objects_of_torch_and_numpy():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    gemm = {**VALID["gemm"], "backend": "cublas", "config": None}
+    assert parse_desc({**gemm, "dtype": torch.bfloat16}).dtype == "bf16"
+    assert parse_desc({**gemm, "dtype": np.dtype("float16")}).dtype == "fp16"
+
+
+def test_odd_values_get_clear_errors():
+    import numpy as np
+
+    assert parse_desc({**VALID["attention"], "causal": np.bool_(False)}).causal is False
+    with pytest.raises(ValueError, match=r"kernel_desc\['m'\] must be an integer .*chars\)$"):
+        parse_desc({**VALID["gemm"], "m": 2 ** 1100})
+    with pytest.raises(ValueError) as info:
+        parse_desc({**VALID["gemm"], "m": "x" * 100_000})
+    assert len(str(info.value)) < 300
 
 
 def test_dtype_needs_units_on_the_gpu():

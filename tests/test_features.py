@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelcast.features.attention import attended_pairs
-from kernelcast.features.moe import expert_counts
-from kernelcast.features.vector import CATEGORICAL, FEATURE_VERSION, build_features, feature_names
+from kernelcast.features.ops.attention import attended_pairs
+from kernelcast.features.ops.moe import expert_counts
+from kernelcast.features.vector import FEATURE_VERSION, build_features, categories, feature_names
 
 GPU_FEATURES = ("gpu_sm_count", "gpu_boost_clock_hz", "gpu_memory_bandwidth_bps", "gpu_l2_bytes",
                 "gpu_infinity_cache_bytes", "gpu_shared_memory_per_sm_bytes", "gpu_registers_per_sm",
@@ -133,7 +133,7 @@ def test_moe_by_hand_with_an_idle_expert():
 def test_categorical_columns_use_fixed_categories():
     f = build_features(pd.DataFrame([{"gpu": "h100_sxm", "m": 64, "n": 64, "k": 64, "batch": 1, "dtype": "bf16",
                                       "out_dtype": "bf16", "backend": "trtllm", "layout": "nt", "config": None}]), "gemm")
-    assert list(f["backend"].cat.categories) == list(CATEGORICAL["gemm"]["backend"])
+    assert list(f["backend"].cat.categories) == list(categories("gemm")["backend"])
     assert f["source"].iloc[0] == "aiconfigurator"                 # outside backends default to their source
 
 

@@ -16,7 +16,8 @@ def _kernelcast_imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        out |= {n.split(".")[1] for n in names if n.startswith("kernelcast.") and n.count(".") >= 1}
+        out |= {n.split(".")[1] for n in names if n.startswith("kernelcast.")}
+        out |= {"kernelcast" for n in names if n == "kernelcast"}      # the face itself: a bare `import kernelcast`
     return out
 
 

@@ -68,10 +68,12 @@ def test_manifest_mismatch_is_a_clear_error(tmp_path, change, message):
 
 
 def test_conformal_offset_and_interval_shape():
+    from kernelcast.training.xgb import conformal_offset
+
     scores = np.arange(10, dtype=float)                              # ceil(11 * 0.8) / 10 = 0.9 -> 9th of 10
-    assert learned.conformal_offset(scores, 0.8) == 8.0
+    assert conformal_offset(scores, 0.8) == 8.0
     with pytest.raises(ValueError, match="at least one row"):
-        learned.conformal_offset(np.array([]), 0.8)
+        conformal_offset(np.array([]), 0.8)
     p50, low, high = learned.to_latency(np.array([10.0]), np.array([0.0]), np.array([[0.5, 0.2]]), 0.0)
     assert (low[0], p50[0], high[0]) == (10.0, 10.0, pytest.approx(10 * np.exp(0.2)))
 

@@ -173,7 +173,7 @@ def test_tune_table_reproduces_nccls_logged_table_on_2xh200():
 def test_collective_features_one_row_by_hand():
     import pandas as pd
 
-    from kernelcast.features.collective import collective_features
+    from kernelcast.features.ops.collective import collective_features
     from kernelcast.features.vector import build_features
 
     frame = pd.DataFrame({"op": ["collective"], "collective": ["all_gather"], "bytes": [1 << 20], "ranks": [8],

@@ -14,7 +14,7 @@ KERNEL_FLOOR_H200_US = 2.5
 
 def predict_latency(desc):
     """The analytical answer (hand-computable); learned dispatch is tested in test_learned.py."""
-    return _predict_latency(desc, model="analytical")
+    return _predict_latency(desc, predictor="analytical")
 
 
 def test_gemm_8192_cubed_is_compute_bound_at_the_bf16_peak():
@@ -94,8 +94,8 @@ def test_every_gpu_gets_an_answer():
 
 def test_model_choice_is_checked_and_analytical_is_forced():
     with pytest.raises(ValueError, match="model must be one of auto, analytical; got 'magic'"):
-        _predict_latency({**GEMM, "m": 8, "n": 8, "k": 8}, model="magic")
-    forced = predict_many([{**GEMM, "m": 4096, "n": 4096, "k": 4096}], model="analytical")
+        _predict_latency({**GEMM, "m": 8, "n": 8, "k": 8}, predictor="magic")
+    forced = predict_many([{**GEMM, "m": 4096, "n": 4096, "k": 4096}], predictor="analytical")
     assert list(forced["model"]) == ["analytical"]
 
 

@@ -9,7 +9,6 @@ from kernelcast.features.desc import parse_desc
 
 def _write(tmp_path, monkeypatch, text):
     (tmp_path / "t.toml").write_text(text)
-    (tmp_path / "models.toml").write_text((sweeps.SWEEP_DIR / "models.toml").read_text())
     monkeypatch.setattr(sweeps, "SWEEP_DIR", tmp_path)
 
 

@@ -8,8 +8,10 @@ from kernelcast.collect.timers import KernelEvent, split_segments, timing_from_s
 from kernelcast.collect.workloads import WORKLOADS, get_backend, register
 from kernelcast.collect.workloads.gemm import Cublas
 from kernelcast.collect.workloads.moe import routing
-from kernelcast.features.desc import OP_BACKENDS, OUTSIDE_BACKENDS, parse_desc
-from kernelcast.features.moe import expert_counts
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.fields import OUTSIDE_BACKENDS
+from kernelcast.features.ops import get_op
+from kernelcast.features.ops.moe import expert_counts
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 128, "n": 256, "k": 512}
 ATTN = {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": 1, "heads_q": 8,
@@ -20,7 +22,7 @@ MOE = {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "torch", "tokens"
 
 @pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
 def test_every_own_backend_is_registered(op):
-    own = set(OP_BACKENDS[op]) - set(OUTSIDE_BACKENDS)
+    own = set(get_op(op).backends) - set(OUTSIDE_BACKENDS)
     assert set(WORKLOADS[op]) == own
     for backend in WORKLOADS[op].values():
         for method in ("supports", "prepare", "build", "check", "class_key", "small"):

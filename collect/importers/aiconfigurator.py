@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import ROW_ID_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, row_schema, write_atomic
-from kernelcast.features.desc import op_fields, parse_desc
+from kernelcast.features.desc import op_fields, row_keys
+from kernelcast.features.validate import validate_frame
 from kernelcast.features.fields import DTYPE_BYTES
 from kernelcast.features.gpu import resolve_gpu_name
 
@@ -218,16 +219,17 @@ def map_table(f: TableFile, skips: Counter) -> pd.DataFrame:
 
 
 def _check_shapes(frame: pd.DataFrame, op: str, skips: Counter) -> pd.DataFrame:
-    """Validate each unique (gpu, shape) with ``parse_desc``; attach ``desc_key``; invalid rows are counted."""
+    """Validate each unique (gpu, shape) as serving does (column-wise); attach ``desc_key``; invalid rows are counted."""
     fields = ["gpu"] + _desc_fields(op)
-    uniq = frame[fields].drop_duplicates()
-    keys = []
-    for values in zip(*(uniq[c].tolist() for c in fields)):
-        try:
-            keys.append(parse_desc({"op": op, **dict(zip(fields, values))}).key())
-        except ValueError as exc:
-            keys.append("invalid: " + str(exc).split(";")[0])
-    frame = frame.merge(uniq.assign(desc_key=keys), on=fields, how="left", validate="many_to_one")
+    uniq = frame[fields].drop_duplicates().reset_index(drop=True)
+    by_op, bad = validate_frame(uniq.assign(op=op), strict=False)
+    keys = np.empty(len(uniq), dtype=object)
+    for i, reason in bad.items():
+        keys[i] = "invalid: " + reason.split(": ", 1)[-1].split(";")[0]
+    if op in by_op:
+        pos, cols = by_op[op]
+        keys[pos] = row_keys(op, cols)
+    frame = frame.merge(uniq.assign(desc_key=keys.astype(str)), on=fields, how="left", validate="many_to_one")
     bad = frame["desc_key"].str.startswith("invalid: ")
     for reason, count in frame.loc[bad, "desc_key"].value_counts().items():
         skips[reason] += int(count)

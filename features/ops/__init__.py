@@ -96,7 +96,10 @@ def _load_builtin() -> None:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from kernelcast.features.ops import attention, collective, gemm, moe  # noqa: F401
+        import importlib
+
+        for name in ("gemm", "attention", "moe", "collective"):       # this order is the order users read
+            importlib.import_module(f"kernelcast.features.ops.{name}")
 
 
 __all__ = ["ABSENT", "Columns", "CustomField", "OpSpec", "get_op", "op_names", "register", "unregister"]

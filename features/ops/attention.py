@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
@@ -33,7 +33,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     peak = peak_per_row(gpu, cols["dtype"])
     compute_floor = flops / peak * 1e6
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
-    cfg = cols.get("config", np.full(len(b), None, dtype=object))
+    cfg = triton_configs(cols)
     bm, bn, warps, stages = config_values(cfg, ("block_m", "block_n", "num_warps", "num_stages"),
                                           (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan))   # NaN: the library chose
     units = np.ceil(sq / bm) * hq * b

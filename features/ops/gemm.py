@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, ChoiceField, IntField, Rule, TritonConfig,
                                         canonical_dtype)
@@ -46,7 +46,7 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     compute_floor = flops / peak * 1e6
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     hbm, hbn, hsplit = heuristic_tiles(m, n, k, batch, gpu["sm_count"])
-    cfg = cols.get("config", np.full(len(m), None, dtype=object))
+    cfg = triton_configs(cols)
     bm, bn, bk, split_k, warps, stages, group_m = config_values(
         cfg, ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m"),
         (hbm, hbn, 64, hsplit, np.nan, np.nan, np.nan))              # NaN: the library chose

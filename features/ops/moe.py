@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, Check, CustomField, IntField, Rule,
                                         TritonConfig, field_error, per_value)
@@ -104,7 +104,7 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     experts, top_k = np.asarray(cols["experts"], np.float64), np.asarray(cols["top_k"], np.float64)
     gated = np.asarray(cols["gated"], dtype=bool)
     block_m, block_n, block_k, warps, stages = config_values(
-        cols.get("config", np.full(len(tokens), None, dtype=object)),
+        triton_configs(cols),
         ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
         (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan, np.nan))           # NaN: no config (torch loop, outside data)
     stats = _load_stats(cols, block_m)
@@ -231,9 +231,11 @@ SPEC = register(OpSpec(
     dtypes=("bf16", "fp16", "fp8_e4m3", "fp8_block", "nvfp4"),
     backends=("triton", "torch") + OUTSIDE_BACKENDS,
     rules=(
-        Rule("top_k", lambda c: c["top_k"] <= c["experts"], lambda c: f"at most experts={c['experts']}"),
+        Rule("top_k", lambda c: c["top_k"] <= c["experts"], lambda c: f"at most experts={c['experts']}",
+             needs=("top_k", "experts")),
         Rule("experts", lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
-             lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38"),
+             lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38",
+             needs=("experts", "hidden", "ffn")),
     ),
     triton_config=TritonConfig({"block_m": (16, 256, True), "block_n": (16, 256, True), "block_k": (16, 256, True),
                                 "group_m": (1, 64, False), "num_warps": (1, 16, True), "num_stages": (1, 8, False)}).field(),
