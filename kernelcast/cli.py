@@ -17,11 +17,16 @@ def _value(text: str) -> Any:
 def _read_desc(args: argparse.Namespace) -> dict:
     desc: dict[str, Any] = {}
     if args.file:
-        text = sys.stdin.read() if args.file == "-" else open(args.file).read()
+        try:
+            text = sys.stdin.read() if args.file == "-" else open(args.file).read()
+        except OSError as exc:
+            raise ValueError(f"--file {args.file!r} cannot be read: {exc.strerror}") from None
         try:
             desc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--file {args.file!r} is not valid JSON: {exc}") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"--file {args.file!r} is not a JSON description: {exc}") from None
+        if not isinstance(desc, dict):
+            raise ValueError(f"--file {args.file!r} must hold one JSON object (a description); got {type(desc).__name__}")
     for item in args.fields:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -95,15 +100,46 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
+#: description fields `layer` fills from its flags: an error names the flag the user typed
+LAYER_FLAGS = {"m": "--tokens", "tokens": "--tokens", "seq_q": "--tokens", "seq_kv": "--context plus --tokens",
+               "gpu": "--gpus", "dtype": "--dtype", "heads_q": "--tp", "heads_kv": "--tp", "n": "--tp", "k": "--tp",
+               "ffn": "--tp"}
+
+
+def _int_list(flag: str, text: str, lo: int, many: bool = True) -> list[int]:
+    what = f"comma-separated integers >= {lo}" if many else f"an integer >= {lo}"
+    try:
+        values = [int(t) for t in text.split(",")] if many else [int(text)]
+    except ValueError:
+        raise ValueError(f"{flag} must be {what}; got {text!r}") from None
+    if any(v < lo for v in values):
+        raise ValueError(f"{flag} must be {what}; got {text!r}")
+    return values
+
+
+def _flag_error(exc: ValueError) -> ValueError:
+    text = str(exc)
+    for field, flag in LAYER_FLAGS.items():
+        if text.startswith(f"row ") and f"kernel_desc[{field!r}]" in text or text.startswith(f"kernel_desc[{field!r}]"):
+            return ValueError(f"{flag}: {text.split(': ', 1)[-1] if text.startswith('row ') else text}")
+    return exc
+
+
 def cmd_layer(args: argparse.Namespace) -> int:
     from kernelcast import predict_many
     from kernelcast.features.models import model_layer
 
+    token_counts = _int_list("--tokens", args.tokens, 1)
+    (tp,) = _int_list("--tp", args.tp, 1, many=False)
+    (context,) = _int_list("--context", args.context, 0, many=False)
     rows = []
     for gpu in args.gpus.split(","):
-        for tokens in (int(t) for t in args.tokens.split(",")):
-            kernels = model_layer(args.model, tokens, gpu, args.context, args.tp, args.dtype)
-            preds = predict_many([d for _, d in kernels], args.predictor)
+        for tokens in token_counts:
+            try:
+                kernels = model_layer(args.model, tokens, gpu, context, tp, args.dtype)
+                preds = predict_many([d for _, d in kernels], args.predictor)
+            except ValueError as exc:
+                raise _flag_error(exc) from None
             for (name, desc), pred in zip(kernels, preds.to_dict("records")):
                 rows.append({"gpu": gpu, "tokens": tokens, "kernel": name, **pred})
             total = {k: float(preds[k].sum()) for k in ("floor_us", "latency_us", "low_us", "high_us")}
@@ -155,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("layer", help="predict every kernel of one decoder layer of a real model")
     p.add_argument("--model", default="llama3_8b", help="a model of features/models.toml")
     p.add_argument("--tokens", default="1,128,2048,8192", help="comma-separated new-token counts")
-    p.add_argument("--context", type=int, default=4096, help="tokens already in the KV cache")
+    p.add_argument("--context", default="4096", help="tokens already in the KV cache")
     p.add_argument("--gpus", default="H200,B200,MI300X")
-    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--tp", default="1", help="tensor-parallel degree")
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
     p.add_argument("--json", action="store_true")

@@ -1,8 +1,9 @@
-"""Collective evaluation: measured rows (ours + aiconfigurator's NCCL tables), NCCL's model vs a learned correction.
+"""Collective evaluation: measured rows (ours + aiconfigurator's NCCL tables), NCCL's model vs the learned correction.
 
-The learned model is XGBoost on ``log(measured / NCCL-model time)`` over ``features.vector`` columns
-of op ``collective`` (NCCL's model time is the floor); splits are leave-one-GPU-out and
-leave-one-rank-count-out, over all collectives and per collective.
+The learned model is the shipped one, trained the way ``kernelcast train --op collective`` trains it
+(``training.run.fit_fold``: the same features, target log(measured / NCCL-model time), hyperparameters,
+source weights and calibration), on every fold of leave-one-GPU-out and leave-one-rank-count-out,
+reported over all collectives and per collective.
 ``python -m kernelcast.training.collective_eval [--json PATH] [--mlflow]``.
 """
 from __future__ import annotations
@@ -15,27 +16,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import TARGET_COLUMNS, build_features
-from kernelcast.training import data
+from kernelcast.features.ops import get_op
+from kernelcast.features.vector import build_features
+from kernelcast.training import data, run
+from kernelcast.training.splits import Split
 
 REPO = Path(__file__).resolve().parent.parent
 DESC_COLUMNS = ["op", "gpu", "dtype", "backend", "collective", "bytes", "ranks", "ranks_per_node", "in_place"]
 LARGE_BYTES = 1 << 20
 MODELS = ("nccl_model", "learned", "served")
-#: XGBoost settings of the correction model (small data: shallow trees, many rounds)
-XGB_PARAMS = {"n_estimators": 600, "max_depth": 5, "learning_rate": 0.05, "subsample": 0.8,
-              "colsample_bytree": 0.8, "min_child_weight": 2, "tree_method": "hist", "enable_categorical": True}
 
 
 def load_rows(ours: Path = REPO / "datasets" / "collective") -> pd.DataFrame:
     """Our measured rows (ok, first measurement only) + aiconfigurator-core's NCCL tables (training's loader)."""
     frame = data.load_rows("collective", datasets=ours.parent)
-    keep = DESC_COLUMNS + ["latency_us", "source", "nccl"]
+    keep = DESC_COLUMNS + ["config", "latency_us", "source", "nccl"]
     return frame[keep].astype({"bytes": "int64", "ranks": "int64", "ranks_per_node": "int64", "in_place": bool})
 
 
 def with_features(frame: pd.DataFrame) -> pd.DataFrame:
-    """Model input (numeric features, categoricals, floor_us = scale_us = NCCL's model time) for ``frame``'s rows."""
+    """Model input (numeric features incl. ``nccl_time_us``, NCCL's model time; categoricals; floor and scale)."""
     return build_features(frame.reset_index(drop=True), "collective")
 
 
@@ -51,14 +51,11 @@ def ape_stats(err: np.ndarray, nbytes: np.ndarray) -> dict[str, float]:
             "n_1mib": int(big.sum()), "median_1mib": stat(err[big], 0.5), "p90_1mib": stat(err[big], 0.9)}
 
 
-def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
-    """Train XGBoost on log(measured / scale) of ``train`` (feature frames), predict µs for ``test``."""
-    import xgboost as xgb
-
-    cols = [c for c in train.columns if c not in (*TARGET_COLUMNS, "latency_us")]
-    model = xgb.XGBRegressor(**XGB_PARAMS)
-    model.fit(train[cols], np.log(train["latency_us"] / train["scale_us"]))
-    return np.exp(model.predict(test[cols])) * test["scale_us"].to_numpy()
+def fit_predict(frame: pd.DataFrame, test: np.ndarray, name: str) -> np.ndarray:
+    """The shipped model's training path on the rows outside ``test``; its prediction (µs) for the ``test`` rows."""
+    cfg = run.RunConfig("collective", log_mlflow=False, max_test_rows=len(frame))
+    _, rows, _, _ = run.fit_fold(cfg, frame, data.shape_hash(frame, "collective"), Split(name, name, ~test, test))
+    return rows["learned"].to_numpy()
 
 
 def covered(frame: pd.DataFrame, test: np.ndarray) -> np.ndarray:
@@ -73,13 +70,13 @@ def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dic
     """Hold out each value of ``by`` in turn; per (held-out value, source), over all collectives
     (``collective="all"``) and per collective: NCCL's model, the learned correction, and ``served`` =
     learned where a training GPU shares the interconnect kind, else NCCL."""
-    data = feats.assign(latency_us=frame["latency_us"].to_numpy())
+    frame = frame.reset_index(drop=True)
     out = []
     for value in sorted(frame[by].unique()):
         test = (frame[by] == value).to_numpy()
-        pred = fit_predict(data[~test], data[test])
-        floor = data["floor_us"].to_numpy()[test]
-        served = np.where(covered(frame, test), pred, floor)
+        pred = fit_predict(frame, test, f"leave_one_{by}_out")
+        nccl = feats["nccl_time_us"].to_numpy()[test]
+        served = np.where(covered(frame, test), pred, nccl)
         part = frame[test]
         for source in sorted(part["source"].unique()):
             mine = (part["source"] == source).to_numpy()
@@ -88,7 +85,7 @@ def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dic
                 measured, nbytes = part["latency_us"].to_numpy()[s], part["bytes"].to_numpy()[s]
                 out.append({"split": f"leave_one_{by}_out", "held_out": str(value), "source": source,
                             "collective": collective,
-                            "nccl_model": ape_stats(ape(floor[s], measured), nbytes),
+                            "nccl_model": ape_stats(ape(nccl[s], measured), nbytes),
                             "learned": ape_stats(ape(pred[s], measured), nbytes),
                             "served": ape_stats(ape(served[s], measured), nbytes)})
     return out
@@ -123,7 +120,8 @@ def log_mlflow(rows: list[dict], n_rows: int) -> str:
                     metrics[f"{head}.{model}.{stat}_ape"] = r[model][stat]
     splits = sorted({r["split"] for r in rows})
     run_id, _ = tracking.log_run(
-        "collective", "nccl-comparison", {"rows": n_rows, "xgb_params": json.dumps(XGB_PARAMS), "large_bytes": LARGE_BYTES},
+        "collective", "nccl-comparison", {"rows": n_rows, "xgb_params": json.dumps(dict(get_op("collective").train_params)),
+                                          "large_bytes": LARGE_BYTES},
         {"kind": "nccl-comparison", "splits": ",".join(splits)}, metrics,
         {f"{split}.png": comparison_figure(rows, split) for split in splits},
         {"nccl_comparison.json": flat_table(rows)})

@@ -135,12 +135,16 @@ def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:
     return out
 
 
-def _canonical_columns(frame: pd.DataFrame, columns) -> pd.DataFrame:
-    """Numbers and bools as float64, everything else as text ('' for missing): 4096, 4096.0 and int32 hash alike."""
+def _canonical_columns(frame: pd.DataFrame, columns, op: str) -> pd.DataFrame:
+    """Integer and bool fields (and labels) as float64, text fields as text ('' for missing): 4096, 4096.0 and
+    int32 hash alike, and an all-empty config column hashes as the text it is."""
+    fields = get_op(op).fields
     out = {}
     for c in columns:
-        kind = pd.api.types.infer_dtype(frame[c], skipna=True)
-        if kind in ("boolean", "integer", "floating", "mixed-integer-float", "empty"):
+        kind = getattr(fields.get(c), "python_type", None)
+        numeric = kind in (int, bool) if c in fields or c in ("gpu", "dtype", "backend", "config") else \
+            pd.api.types.infer_dtype(frame[c], skipna=True) in ("boolean", "integer", "floating", "mixed-integer-float")
+        if numeric:
             out[c] = pd.to_numeric(frame[c].astype(object), errors="raise").astype(np.float64)
         else:
             out[c] = frame[c].astype(object).where(frame[c].notna(), "").astype(str)
@@ -150,13 +154,13 @@ def _canonical_columns(frame: pd.DataFrame, columns) -> pd.DataFrame:
 def shape_hash(frame: pd.DataFrame, op: str) -> np.ndarray:
     """uint64 hash of a row's shape: the description without gpu and backend (stable across runs)."""
     fields = [f for f in op_fields(op) if f not in ("op", "gpu", "backend") and f in frame]
-    return pd.util.hash_pandas_object(_canonical_columns(frame, fields), index=False).to_numpy(dtype=np.uint64)
+    return pd.util.hash_pandas_object(_canonical_columns(frame, fields, op), index=False).to_numpy(dtype=np.uint64)
 
 
 def fingerprint(frame: pd.DataFrame, op: str) -> str:
     """sha256 (16 hex) of the rows a model is trained on: descriptions, latency and source, in order."""
     fields = [f for f in op_fields(op) if f in frame] + ["latency_us", "source"]
-    hashes = pd.util.hash_pandas_object(_canonical_columns(frame, fields), index=False).to_numpy(dtype=np.uint64)
+    hashes = pd.util.hash_pandas_object(_canonical_columns(frame, fields, op), index=False).to_numpy(dtype=np.uint64)
     return hashlib.sha256(hashes.tobytes()).hexdigest()[:16]
 
 
