@@ -231,13 +231,11 @@ def provenance(source: str, method: str) -> dict[str, str | None]:
     torch is imported only on a GPU host (an NVIDIA driver or /dev/kfd) or when already loaded;
     elsewhere its CUDA facts are None and its version comes from the package metadata.
     """
-    import kernelcast
-
     driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     gpu_host = driver is not None or Path("/dev/kfd").exists() or "torch" in sys.modules
     facts = _torch_facts() if gpu_host else {"gpu_name": None, "cuda": None, "nccl": None}
     repo = Path(__file__).resolve().parent.parent
     return {"source": source, **facts, "driver": driver, "torch": _dist_version("torch"),
-            "triton": _dist_version("triton"), "collector_version": kernelcast.__version__,
+            "triton": _dist_version("triton"), "collector_version": _dist_version("kernelcast"),
             "git_rev": os.environ.get("KERNELCAST_GIT_REV") or _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
             "host": socket.gethostname(), "time": utc_now(), "method": method}

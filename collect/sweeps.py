@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from kernelcast.features.desc import Desc, parse_desc
-from kernelcast.features.models import models_data, split_layer
+from kernelcast.features.models import MODEL_OPS, model_points, models_data
+from kernelcast.features.ops import get_op
 
 SWEEP_DIR = Path(__file__).with_name("sweeps")
 BLOCK_KINDS = ("grid", "random", "models")
@@ -62,25 +65,6 @@ def _load(name: str) -> tuple[Path, dict]:
         raise SweepError(f"sweep {path.name} is not valid TOML: {exc}") from None
 
 
-def _gflop(d: dict) -> float:
-    """Rough GFLOP of a point (for ``max_gflop``), from the fields only (0 when fields are missing)."""
-    try:
-        return _gflop_of(d)
-    except (KeyError, TypeError):
-        return 0.0
-
-
-def _gflop_of(d: dict) -> float:
-    if d.get("op") == "gemm":
-        return 2 * d["m"] * d["n"] * d["k"] * d.get("batch", 1) / 1e9
-    if d.get("op") == "attention":
-        return 4 * d["batch"] * d["heads_q"] * d["seq_q"] * d["seq_kv"] * d["head_dim"] / 1e9
-    if d.get("op") == "moe":
-        up = 3 if d.get("gated", True) else 2
-        return 2 * d["tokens"] * d["top_k"] * d["hidden"] * d["ffn"] * up / 1e9
-    return 0.0
-
-
 def _points_grid(path: Path, block: dict) -> Iterator[dict]:
     keys = [k for k in block if k not in CONTROL_KEYS["grid"]]
     choices = [block[k] if isinstance(block[k], list) else [block[k]] for k in keys]
@@ -115,40 +99,6 @@ def _points_random(path: Path, block: dict, rng: random.Random) -> Iterator[dict
         yield {k: _draw(path, k, block[k], rng) for k in keys}
 
 
-def _model_points(path: Path, block: dict, model: str, info: dict, tp: int, tokens: int) -> Iterator[tuple[dict, dict] | tuple[dict, str]]:
-    base = {k: v for k, v in block.items() if k not in CONTROL_KEYS["models"]}
-    op, tags = base.get("op"), {"model": model, "tp": tp}
-    if op == "gemm":
-        for layer in info.get("linear", []):
-            shape = split_layer(model, layer, tp, info)
-            point = {**base, "m": tokens}
-            yield (point, shape) if isinstance(shape, str) else ({**point, "n": shape[0], "k": shape[1]}, {**tags, "layer": layer[0]})
-    elif op == "attention":
-        if "attention" in info:
-            yield {**base, "model": model}, f"{model}: {info['attention']}"
-            return
-        heads_q, heads_kv = info["heads_q"] // tp, max(1, info["heads_kv"] // tp)
-        kind = block.get("kind", "prefill")
-        for batch, seq in itertools.product(_as_list(block.get("batch", 1)), _as_list(block.get("seq", tokens))):
-            sq = seq if kind == "prefill" else 1
-            point = {**base, "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": info["head_dim"],
-                     "seq_q": sq, "seq_kv": seq, "causal": kind == "prefill"}
-            yield point, {**tags, "layer": f"attention_{kind}"}
-    elif op == "moe":
-        if "moe" not in info:
-            yield {**base, "model": model}, f"{model} has no MoE layers"
-            return
-        moe = info["moe"]
-        if moe["ffn"] % tp:
-            yield {**base, "model": model}, f"{model}: expert ffn={moe['ffn']} not divisible by tp={tp}"
-            return
-        point = {**base, "tokens": tokens, "hidden": info["hidden"], "ffn": moe["ffn"] // tp,
-                 "experts": moe["experts"], "top_k": moe["top_k"]}
-        yield point, {**tags, "layer": "experts"}
-    else:
-        raise _err(path, "models.op", op, "one of gemm, attention, moe")
-
-
 def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 
@@ -160,7 +110,11 @@ def _points_models(path: Path, block: dict) -> Iterator[tuple[dict, dict | str]]
             raise _err(path, "models.models", model, "a model of models.toml: " + ", ".join(data))
     for model, tp, tokens in itertools.product(_as_list(block["models"]), _as_list(block.get("tp", 1)),
                                                _as_list(block.get("tokens", 1))):
-        for point, extra in _model_points(path, block, model, data[model], tp, tokens):
+        base = {k: v for k, v in block.items() if k not in CONTROL_KEYS["models"]}
+        if base.get("op") not in MODEL_OPS:
+            raise _err(path, "models.op", base.get("op"), "one of " + ", ".join(MODEL_OPS))
+        for point, extra in model_points(base, model, tp, tokens, block.get("kind", "prefill"),
+                                         _as_list(block.get("batch", 1)), _as_list(block.get("seq", tokens))):
             if isinstance(extra, str):
                 yield point, extra
                 continue
@@ -176,15 +130,21 @@ def _resolve(point: dict) -> dict:
     return out
 
 
+def _gflop(desc: Desc) -> float:
+    """GFLOP of a description (its op family's FLOPs), for ``max_gflop``."""
+    cols = {k: np.asarray([v]) for k, v in desc.to_row().items()}
+    return float(get_op(desc.op).flops(cols)[0]) / 1e9
+
+
 def _admit(out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None) -> None:
     point = _resolve(point)
-    if limit is not None and _gflop(point) > limit:
-        out.skipped.append((point, f"{_gflop(point):.0f} GFLOP is over the block's max_gflop={limit}"))
-        return
     try:
         desc = parse_desc({**point, "gpu": gpu})
     except ValueError as exc:
         out.skipped.append((point, str(exc)))
+        return
+    if limit is not None and (gflop := _gflop(desc)) > limit:
+        out.skipped.append((point, f"{gflop:.0f} GFLOP is over the block's max_gflop={limit}"))
         return
     if desc.key() not in seen:
         seen.add(desc.key())

@@ -6,8 +6,10 @@ reads them to predict a layer. Both go through ``split_layer`` so a shape means 
 from __future__ import annotations
 
 import functools
+import itertools
 import tomllib
 from pathlib import Path
+from typing import Any, Iterator
 
 MODELS_FILE = Path(__file__).with_name("models.toml")
 #: the fused-MoE Triton config ``model_layer`` describes (vLLM's default shape class for bf16)
@@ -73,3 +75,48 @@ def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1
                                 "ffn": moe["ffn"] // tp, "experts": moe["experts"], "top_k": moe["top_k"],
                                 "config": LAYER_MOE_CONFIG, **common}))
     return out
+
+
+def _gemm_points(base, model, info, tp, tokens, kind, batches, seqs):
+    tags = {"model": model, "tp": tp}
+    for layer in info.get("linear", []):
+        shape = split_layer(model, layer, tp, info)
+        point = {**base, "m": tokens}
+        yield (point, shape) if isinstance(shape, str) else ({**point, "n": shape[0], "k": shape[1]},
+                                                             {**tags, "layer": layer[0]})
+
+
+def _attention_points(base, model, info, tp, tokens, kind, batches, seqs):
+    if "attention" in info:                   # a layer the fields cannot express (MLA): its reason
+        yield {**base, "model": model}, f"{model}: {info['attention']}"
+        return
+    heads_q, heads_kv = info["heads_q"] // tp, max(1, info["heads_kv"] // tp)
+    for batch, seq in itertools.product(batches, seqs):
+        point = {**base, "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": info["head_dim"],
+                 "seq_q": seq if kind == "prefill" else 1, "seq_kv": seq, "causal": kind == "prefill"}
+        yield point, {"model": model, "tp": tp, "layer": f"attention_{kind}"}
+
+
+def _moe_points(base, model, info, tp, tokens, kind, batches, seqs):
+    if "moe" not in info:
+        yield {**base, "model": model}, f"{model} has no MoE layers"
+        return
+    moe = info["moe"]
+    if moe["ffn"] % tp:
+        yield {**base, "model": model}, f"{model}: expert ffn={moe['ffn']} not divisible by tp={tp}"
+        return
+    point = {**base, "tokens": tokens, "hidden": info["hidden"], "ffn": moe["ffn"] // tp,
+             "experts": moe["experts"], "top_k": moe["top_k"]}
+    yield point, {"model": model, "tp": tp, "layer": "experts"}
+
+
+#: the op families a decoder layer's shapes come in, and how a model's entry turns into their points
+_POINTS = {"gemm": _gemm_points, "attention": _attention_points, "moe": _moe_points}
+MODEL_OPS = tuple(_POINTS)
+
+
+def model_points(base: dict, model: str, tp: int, tokens: int, kind: str = "prefill", batches=(1,),
+                 seqs=None) -> Iterator[tuple[dict, Any]]:
+    """The sweep points of one real model's layers of op ``base["op"]``: (point, tags), or (point, why not)."""
+    info = models_data()[model]
+    yield from _POINTS[base["op"]](base, model, info, tp, tokens, kind, batches, list(seqs or [tokens]))

@@ -41,8 +41,8 @@ def test_gemm_covers_trained_gpu_backend_and_range_only():
         pytest.skip("no shipped gemm model")
     model = learned.load_model("gemm")
     frame = pd.DataFrame(GEMM)
-    assert model.covers(frame).tolist() == [True, False, False]          # h200 in; MI300X unseen; m beyond range
-    assert model.covers({k: np.asarray(v) for k, v in GEMM.items()}).tolist() == [True, False, False]
+    assert model.covers("gemm", frame).tolist() == [True, False, False]          # h200 in; MI300X unseen; m beyond range
+    assert model.covers("gemm", {k: np.asarray(v) for k, v in GEMM.items()}).tolist() == [True, False, False]
     p50, low, high = model.predict(build_features(frame.iloc[:1], "gemm"))
     assert low[0] <= p50[0] <= high[0]
     assert 100 < p50[0] < 300      # aiconfigurator measured 4096³ bf16 on H200 at 175 µs (anchors.md §3.1)
@@ -64,6 +64,54 @@ def test_manifest_mismatch_is_a_clear_error(tmp_path, change, message):
     manifest = json.loads((folder / "gemm.json").read_text())
     (folder / "gemm.json").write_text(json.dumps({**manifest, **change}))
     with pytest.raises(ValueError, match=message):
+        learned.load_model("gemm", folder)
+
+
+def _corrupt(folder: Path, name: str, how: str) -> None:
+    path = folder / name
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if how == "truncate" else data[:-1] + bytes([data[-1] ^ 1]))
+
+
+@pytest.mark.parametrize("name,how,message", [
+    ("gemm.forest.npz", "flip", r"gemm.forest.npz: sha256 .* does not match its manifest"),
+    ("gemm.forest.npz", "truncate", r"gemm.forest.npz: sha256 .* does not match its manifest"),
+    ("gemm.json", "truncate", r"gemm.json: not a valid model manifest"),
+])
+def test_altered_or_truncated_files_are_one_clear_error(tmp_path, name, how, message):
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    folder = _copy("gemm", tmp_path)
+    _corrupt(folder, name, how)
+    with pytest.raises(learned.ModelFileError, match=message):
+        learned.load_model("gemm", folder)
+
+
+def test_a_truncated_booster_fails_for_every_batch_size_with_its_name(tmp_path):
+    """The forest serves a few rows, the boosters a batch: a bad booster is caught by its hash before XGBoost reads it."""
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    folder = _copy("gemm", tmp_path)
+    _corrupt(folder, "gemm.ubj", "truncate")
+    model = learned.load_model("gemm", folder)                     # the forest is intact: loading works
+    frame = pd.DataFrame({k: v[:1] * 40 for k, v in GEMM.items()})
+    with pytest.raises(learned.ModelFileError, match=r"gemm.ubj: sha256 .* does not match"):
+        model.predict(build_features(frame, "gemm"))
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda m: m.pop("covered"), "manifest lacks covered"),
+    (lambda m: m["conformal"].update(offset=float("nan")), "conformal offsets must be finite numbers"),
+    (lambda m: m.update(files={}), "records no sha256"),
+])
+def test_manifest_keys_and_offsets_are_checked(tmp_path, change, message):
+    if "gemm" not in SHIPPED:
+        pytest.skip("no shipped gemm model")
+    folder = _copy("gemm", tmp_path)
+    manifest = json.loads((folder / "gemm.json").read_text())
+    change(manifest)
+    (folder / "gemm.json").write_text(json.dumps(manifest))
+    with pytest.raises(learned.ModelFileError, match=message):
         learned.load_model("gemm", folder)
 
 

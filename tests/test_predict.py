@@ -5,7 +5,10 @@ import pytest
 
 from kernelcast import predict_latency as _predict_latency
 from kernelcast import predict_many
-from kernelcast.predictors import analytical as A
+from kernelcast.features.common import MEMORY_EFFICIENCY
+from kernelcast.features.ops import attention as attention_op
+from kernelcast.features.ops import gemm as gemm_op
+from kernelcast.features.ops import moe as moe_op
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
 #: one kernel's fixed time on H200: 4950 cycles at the 1.98 GHz boost clock
@@ -22,7 +25,7 @@ def test_gemm_8192_cubed_is_compute_bound_at_the_bf16_peak():
     assert p.floor_us == pytest.approx(2 * 8192**3 / 989.4e12 * 1e6, rel=0.01)
     assert p.bound == "compute" and p.model == "analytical" and not p.in_distribution
     # 128×256 tiles: 64·32 = 2048 tiles over 132 SMs = 16 waves at 2048/2112 efficiency
-    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["gemm"]["cublas"] * 2048 / 2112) + KERNEL_FLOOR_H200_US
+    expected = p.floor_us / (gemm_op.COMPUTE_EFFICIENCY["cublas"] * 2048 / 2112) + KERNEL_FLOOR_H200_US
     assert p.latency_us == pytest.approx(expected)
     assert p.low_us <= p.latency_us <= p.high_us
 
@@ -32,7 +35,7 @@ def test_gemv_is_memory_bound():
     floor = (4096 + 4096 * 4096 + 4096) * 2 / 4.8e12 * 1e6
     assert p.bound == "memory" and p.floor_us == pytest.approx(floor)
     # split-K (2 splits fill the SMs) adds the reduction kernel
-    assert p.latency_us == pytest.approx(floor / A.MEMORY_EFFICIENCY + 2 * KERNEL_FLOOR_H200_US)
+    assert p.latency_us == pytest.approx(floor / MEMORY_EFFICIENCY + 2 * KERNEL_FLOOR_H200_US)
 
 
 def test_tiny_gemm_is_latency_bound():
@@ -50,7 +53,7 @@ def test_attention_prefill_by_hand():
     flops = 4 * 32 * 128 * 4096 * 4097 / 2
     assert p.floor_us == pytest.approx(flops / 989.4e12 * 1e6)
     units = 32 * 32                                                  # 32 q-tiles × 32 heads = 1024 → 8 waves
-    expected = p.floor_us / (A.COMPUTE_EFFICIENCY["attention"]["flash"] * units / (8 * 132)) + KERNEL_FLOOR_H200_US
+    expected = p.floor_us / (attention_op.COMPUTE_EFFICIENCY["flash"] * units / (8 * 132)) + KERNEL_FLOOR_H200_US
     assert p.bound == "compute" and p.latency_us == pytest.approx(expected)
 
 
@@ -62,7 +65,7 @@ def test_moe_decode_streams_only_active_experts():
     acts = 2 * 4096 * 2 + 2 * (2 * 14336 + 14336) * 2
     assert p.bound == "memory" and p.floor_us == pytest.approx((weights + acts) / 4.8e12 * 1e6)
     # the per-expert torch loop pays 4 kernels per active expert, plus routing and combine
-    assert p.latency_us == pytest.approx(p.floor_us / A.MEMORY_EFFICIENCY + KERNEL_FLOOR_H200_US * (2 + 4 * 2))
+    assert p.latency_us == pytest.approx(p.floor_us / MEMORY_EFFICIENCY + KERNEL_FLOOR_H200_US * (2 + 4 * 2))
 
 
 def test_predict_many_equals_predict_latency_for_mixed_ops():
@@ -71,9 +74,8 @@ def test_predict_many_equals_predict_latency_for_mixed_ops():
          "heads_kv": 16, "seq_q": 1, "seq_kv": 8192, "head_dim": 64, "causal": False},
         {"op": "moe", "gpu": "B200", "dtype": "fp8_e4m3", "backend": "torch", "tokens": 64, "hidden": 7168,
          "ffn": 2048, "experts": 256, "top_k": 8, "distribution": "power_law_1.01"}]
-    frame = pd.DataFrame(rows, index=[10, 11, 12, 13, 14])
-    many = predict_many(frame)
-    assert list(many.index) == [10, 11, 12, 13, 14]
+    many = predict_many(rows)
+    assert list(many.index) == [0, 1, 2, 3, 4]
     for row, (_, got) in zip(rows, many.iterrows()):
         one = _predict_latency(row)                                  # auto: learned where covered
         assert got["latency_us"] == pytest.approx(one.latency_us)
@@ -93,7 +95,7 @@ def test_every_gpu_gets_an_answer():
 
 
 def test_model_choice_is_checked_and_analytical_is_forced():
-    with pytest.raises(ValueError, match="model must be one of auto, analytical; got 'magic'"):
+    with pytest.raises(ValueError, match="predictor must be one of auto, analytical; got 'magic'"):
         _predict_latency({**GEMM, "m": 8, "n": 8, "k": 8}, predictor="magic")
     forced = predict_many([{**GEMM, "m": 4096, "n": 4096, "k": 4096}], predictor="analytical")
     assert list(forced["model"]) == ["analytical"]
@@ -107,3 +109,40 @@ def test_learned_answers_say_where_they_come_from():
     # an A100 fp32 GEMM: no learned model saw it, the analytical model answers and says so
     q = _predict_latency({**GEMM, "gpu": "A100", "dtype": "fp32", "m": 4096, "n": 4096, "k": 4096})
     assert (q.model, q.in_distribution) == ("analytical", False) and "dense peak" in q.assumptions
+
+
+def _mixed_rows():
+    return [{**GEMM, "m": m, "n": 4096, "k": 1024, "batch": 1} for m in (1, 77, 4096)] + [
+        {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": b, "heads_q": 32,
+         "heads_kv": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "causal": False} for b in (1, 64)]
+
+
+@pytest.mark.parametrize("index", [[0, 0, 1, 1, 2], ["a", "b", "a", "b", "a"], [4, 3, 2, 1, 0], [0.5, 0.5, 0.5, 0.5, 0.5]])
+def test_predict_many_answers_row_i_on_row_i_for_any_index(index):
+    """Repeated, shuffled and non-integer indexes over mixed ops (a pd.concat without ignore_index)."""
+    rows = _mixed_rows()
+    many = predict_many(pd.DataFrame(rows, index=index))
+    assert list(many.index) == index
+    for i, row in enumerate(rows):
+        one = _predict_latency(row)
+        assert many["latency_us"].iloc[i] == pytest.approx(one.latency_us) and many["model"].iloc[i] == one.model
+
+
+def test_predict_many_property_shuffled_duplicated_mixed():
+    """Property: any permutation with repeats of mixed-op rows, any index, answers each row as predict_latency does."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    rows = _mixed_rows()
+    single = [_predict_latency(r).latency_us for r in rows]
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(st.lists(st.integers(0, len(rows) - 1), min_size=1, max_size=12),
+                      st.sampled_from(["repeat", "reverse", "strings"]))
+    def check(picks, kind):
+        index = {"repeat": [0] * len(picks), "reverse": list(range(len(picks)))[::-1],
+                 "strings": [f"r{p}" for p in picks]}[kind]
+        many = predict_many(pd.DataFrame([rows[p] for p in picks], index=index))
+        assert many["latency_us"].tolist() == pytest.approx([single[p] for p in picks])
+
+    check()

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.desc import op_fields
-from kernelcast.features.ops import get_op
+from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.validate import validate_frame
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +99,8 @@ def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: P
     """Rows of ``op`` with status ok, a positive latency and a valid description: description fields
     (canonical, as ``parse_desc`` gives them) + ``KEEP`` columns. Our rows come from the card's files of
     ``roles``; rows serving would reject are dropped and counted by reason on ``report``."""
-    get_op(op)
+    if op not in op_names():
+        raise ValueError(f"op must be one of {', '.join(op_names())}; got {op!r}")
     unknown = sorted(set(sources) - set(SOURCES))
     if unknown:
         raise ValueError(f"sources must be among {', '.join(SOURCES)}; got {unknown[0]!r}")
