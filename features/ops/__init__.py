@@ -72,9 +72,14 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+#: the built-in families, in the order users read them; families registered later follow in registration order
+BUILTIN = ("gemm", "attention", "moe", "collective")
+
+
 def op_names() -> tuple[str, ...]:
     _load_builtin()
-    return tuple(_REGISTRY)
+    order = {name: i for i, name in enumerate(_REGISTRY)}
+    return tuple(sorted(_REGISTRY, key=lambda n: (BUILTIN.index(n) if n in BUILTIN else len(BUILTIN), order[n])))
 
 
 def get_op(name: Any) -> OpSpec:
@@ -84,7 +89,7 @@ def get_op(name: Any) -> OpSpec:
     if spec is None:
         from kernelcast.features.fields import field_error
 
-        raise field_error("op", name, "one of " + ", ".join(_REGISTRY))
+        raise field_error("op", name, "one of " + ", ".join(op_names()))
     return spec
 
 
@@ -98,7 +103,7 @@ def _load_builtin() -> None:
         _LOADED = True
         import importlib
 
-        for name in ("gemm", "attention", "moe", "collective"):       # this order is the order users read
+        for name in BUILTIN:
             importlib.import_module(f"kernelcast.features.ops.{name}")
 
 
