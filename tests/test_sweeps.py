@@ -154,3 +154,16 @@ config = { pool = 9, block_m = [16, 32], block_n = 16, block_k = 16, group_m = 1
 """)
     with pytest.raises(ValueError, match="config.pool must be at most the 2 distinct tables"):
         sweeps.expand("t", "H200")
+
+
+def _triton_configs(names, seed):
+    return {(d.op, d.config) for n in names for d in sweeps.expand(n, "H200", seed) if d.backend == "triton"}
+
+
+def test_independent_test_sweeps_use_fresh_triton_configs():
+    """The *_test sweeps' Triton configs are not in any training sweep (one documented exception)."""
+    tests = [n for n in sweeps.list_sweeps() if n.endswith("_test")]
+    train = [n for n in sweeps.list_sweeps() if not n.endswith("_test")]
+    shared = _triton_configs(tests, 1001) & (_triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2))
+    known = ("attention", (("block_m", 16), ("block_n", 64), ("num_stages", 2), ("num_warps", 4)))
+    assert {(op, tuple(sorted(dict(c).items()))) for op, c in shared} <= {known}

@@ -49,7 +49,7 @@ if [ "$CALL" = 1 ]; then
   job smoke smoke_wide 1 90
   python3 - "$W/smoke" <<'EOF' || { log "SMOKE FAILED"; pack smoke; cp "$W"/precompile.* "$W/call1.log" "$OUT"/ 2>/dev/null; exit 1; }
 import sys, pyarrow.dataset as ds
-t = ds.dataset(sys.argv[1], format="parquet").to_table(columns=["op", "backend", "status", "error", "latency_us"]).to_pandas()
+import glob; t = ds.dataset(glob.glob(sys.argv[1] + "/*/*.parquet"), format="parquet").to_table(columns=["op", "backend", "status", "error", "latency_us"]).to_pandas()
 print(t.groupby(["op", "backend", "status"]).size().to_string())
 bad = t[t.status.isin(["error", "cuda_fatal", "oom"])]
 for _, r in bad.head(8).iterrows():
@@ -66,10 +66,11 @@ EOF
   pack smoke trainA test trainB
 else
   ( precompile 1 triton_attention_wide moe_wide gemm_triton_wide ) &
-  job trainC triton_attention_wide,moe_wide 1 160
-  job trainB gemm_triton_wide 1 400
+  job trainC triton_attention_wide,moe_wide 1 170
+  job trainD gemm_triton_wide 2 100
+  job trainE attention_wide 2 150
   log "precompile: $(grep precompile_done "$W/precompile.jsonl" | tr '\n' ' ')"
-  pack trainC trainB
+  pack trainC trainD trainE
 fi
 nvidia-smi --query-gpu=clocks.sm,memory.used,temperature.gpu,power.draw --format=csv,noheader | tee -a "$W/call$CALL.log"
 cp "$W/precompile.jsonl" "$OUT/precompile_call$CALL.jsonl" 2>/dev/null
