@@ -266,6 +266,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-s", type=float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds")
     p.add_argument("--ncu-chunk", type=int, default=NCU_CHUNK, help="descriptions per ncu process")
     p.add_argument("--no-cupti", action="store_true", help="skip the CUPTI sweep (e.g. an ncu-only call)")
+    p.add_argument("--precompile-workers", type=int, default=0,
+                   help="compile the plan's Triton configs in this many processes while the GPU measures (collect.precompile)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--shard", help=argparse.SUPPRESS)
@@ -297,6 +299,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()]
     args.deadline = time.time() + args.budget_s
     _write_plan(args, out)
+    if args.precompile_workers > 0 and not args.no_cupti:   # fills TRITON_CACHE_DIR ahead of the measuring process
+        subprocess.Popen([sys.executable, "-m", "kernelcast.collect.precompile", "--plan", str(out / "plan.jsonl"),
+                          "--workers", str(args.precompile_workers), "--log", str(out / "precompile.jsonl")])
     cupti_s = 0.0 if args.no_cupti else run_cupti(args, gpus)
     start = time.perf_counter()
     if args.ncu_count > 0:

@@ -16,6 +16,8 @@ from kernelcast.collect.workloads.common import unsupported
 from kernelcast.features.desc import Desc, parse_desc
 
 TIMER = "cupti"
+#: exception type names that mean "this Triton config cannot run here", not a collector failure
+UNSUPPORTED_CONFIG_ERRORS = ("OutOfResources", "CompilationError", "PTXASError")
 #: shape class -> None (output matched) or the exception its check raised / a mismatch message
 _CHECKS: dict[tuple, Exception | str | None] = {}
 
@@ -32,9 +34,10 @@ def failure_row(status: str, message: str, cache: str) -> dict[str, Any]:
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
-    """(status, message) for an exception; Triton's out-of-resources is an ``unsupported`` config."""
-    if type(exc).__name__ == "OutOfResources":
-        return "unsupported", f"{type(exc).__name__}: {exc}"
+    """(status, message) for an exception; a Triton config the compiler or the GPU cannot take
+    (out of shared memory or registers, a compile or ptxas failure) is an ``unsupported`` config."""
+    if type(exc).__name__ in UNSUPPORTED_CONFIG_ERRORS:
+        return "unsupported", f"{type(exc).__name__}: {str(exc)[:500]}"
     from kernelcast.collect.worker import classify as worker_classify
 
     return worker_classify(exc)

@@ -6,7 +6,12 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
   ``"=key"`` copies another key's value, e.g. ``seq_kv = "=seq_q"``; ``config`` is dropped
   for non-Triton backends).
 * ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
-  (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed.
+  (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed. A table with ``pool``
+  (e.g. ``config = { pool = 128, pool_seed = 11, block_m = [16, 32, 64], num_warps = [2, 4, 8], … }``)
+  first draws ``pool`` distinct tables, each sub-key drawn as above (seeded by ``pool_seed``
+  when given, else by the block's draws), then gives each point one table of that pool: many
+  shapes share few Triton compiles. ``pool_max = { "block_m*block_n/num_warps" = 8192 }`` rejects
+  pool tables whose product/quotient of sub-keys exceeds the bound.
 * ``[[models]]``: real-model shapes from ``features/models.toml`` (linear layers, attention, MoE experts)
   for ``models`` x ``tp`` x ``tokens``; each description is tagged with its model and layer.
 
@@ -90,13 +95,55 @@ def _draw(path: Path, key: str, spec: Any, rng: random.Random) -> Any:
     return spec
 
 
+POOL_KEYS = ("pool", "pool_seed", "pool_max")
+
+
+def _ratio(path: Path, key: str, expr: str, table: dict) -> float:
+    """Value of ``"a*b/c*d"`` over the sub-keys of one pool table."""
+    num, _, den = expr.partition("/")
+    value = 1.0
+    for names, sign in ((num, 1), (den, -1)):
+        for name in filter(None, names.split("*")):
+            if name not in table or not isinstance(table[name], (int, float)):
+                raise _err(path, f"{key}.pool_max", expr, f"products/quotients of numeric sub-keys of {key}")
+            value *= table[name] ** sign
+    return value
+
+
+def _pool(path: Path, key: str, spec: dict, rng: random.Random) -> list:
+    """``spec["pool"]`` distinct tables drawn from the sub-key specs (rejecting those over ``pool_max``)."""
+    size, seed, limits = spec["pool"], spec.get("pool_seed"), spec.get("pool_max", {})
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise _err(path, f"{key}.pool", size, "a positive integer")
+    if not isinstance(limits, dict):
+        raise _err(path, f"{key}.pool_max", limits, 'a table of "a*b/c" = bound')
+    draw_rng = random.Random(seed) if seed is not None else rng
+    subs = {k: v for k, v in spec.items() if k not in POOL_KEYS}
+    pool: list[dict] = []
+    seen: set = set()
+    for _ in range(200 * size):
+        if len(pool) == size:
+            break
+        table = {k: _draw(path, f"{key}.{k}", v, draw_rng) for k, v in subs.items()}
+        ident = tuple(sorted(table.items()))
+        if ident in seen or any(_ratio(path, key, e, table) > b for e, b in limits.items()):
+            continue
+        seen.add(ident)
+        pool.append(table)
+    if len(pool) < size:
+        raise _err(path, f"{key}.pool", size, f"at most the {len(pool)} distinct tables its sub-keys and pool_max allow")
+    return pool
+
+
 def _points_random(path: Path, block: dict, rng: random.Random) -> Iterator[dict]:
     count = block.get("count")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise _err(path, "random.count", count, "a positive integer")
     keys = [k for k in block if k not in CONTROL_KEYS["random"]]
+    specs = {k: (_pool(path, k, block[k], rng) if isinstance(block[k], dict) and "pool" in block[k] else block[k])
+             for k in keys}
     for _ in range(count):
-        yield {k: _draw(path, k, block[k], rng) for k in keys}
+        yield {k: _draw(path, k, specs[k], rng) for k in keys}
 
 
 def _as_list(v: Any) -> list:

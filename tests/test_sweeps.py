@@ -116,3 +116,53 @@ def test_triton_configs_only_on_triton_rows():
     for d in sweeps.expand("attention", "H200"):
         assert (d.config is not None) == (d.backend == "triton")
         parse_desc(d.to_dict())
+
+
+def test_random_config_pool_draws_few_configs_from_per_key_choices(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, """
+[[random]]
+op = "gemm"
+backend = "triton"
+dtype = "bf16"
+count = 300
+m = { log_uniform = [1, 4096] }
+n = { log_uniform = [16, 4096], multiple_of = 16 }
+k = { log_uniform = [16, 4096], multiple_of = 16 }
+config = { pool = 12, pool_seed = 5, block_m = [16, 32, 64, 128, 256], block_n = [16, 32, 64, 128, 256], block_k = [16, 32, 64, 128], group_m = [1, 8], num_warps = [2, 4, 8], num_stages = [2, 3, 4, 5, 6], split_k = [1, 2], pool_max = { "block_m*block_n/num_warps" = 4096 } }
+""")
+    descs = sweeps.expand("t", "H200", seed=1)
+    configs = {d.config for d in descs}
+    assert len(configs) == 12 and len(descs) > 250
+    assert all(dict(c)["block_m"] * dict(c)["block_n"] / dict(c)["num_warps"] <= 4096 for c in configs)
+    other = sweeps.expand("t", "H200", seed=2)          # another seed: other shapes, the same pool (pool_seed)
+    assert {d.config for d in other} == configs
+    assert [d.key() for d in other] != [d.key() for d in descs]
+
+
+def test_config_pool_errors_name_the_key(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, """
+[[random]]
+op = "gemm"
+backend = "triton"
+dtype = "bf16"
+count = 3
+m = 64
+n = 64
+k = 64
+config = { pool = 9, block_m = [16, 32], block_n = 16, block_k = 16, group_m = 1, num_warps = 4, num_stages = 2, split_k = 1 }
+""")
+    with pytest.raises(ValueError, match="config.pool must be at most the 2 distinct tables"):
+        sweeps.expand("t", "H200")
+
+
+def _triton_configs(names, seed):
+    return {(d.op, d.config) for n in names for d in sweeps.expand(n, "H200", seed) if d.backend == "triton"}
+
+
+def test_independent_test_sweeps_use_fresh_triton_configs():
+    """The *_test sweeps' Triton configs are not in any training sweep (one documented exception)."""
+    tests = [n for n in sweeps.list_sweeps() if n.endswith("_test")]
+    train = [n for n in sweeps.list_sweeps() if not n.endswith("_test")]
+    shared = _triton_configs(tests, 1001) & (_triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2))
+    known = ("attention", (("block_m", 16), ("block_n", 64), ("num_stages", 2), ("num_warps", 4)))
+    assert {(op, tuple(sorted(dict(c).items()))) for op, c in shared} <= {known}

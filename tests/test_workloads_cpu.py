@@ -121,3 +121,19 @@ def test_warm_separator_is_recognised():
     configs = split_segments([_ev("kc_mark", 0), _ev("k", 5), _ev("kc_end", 50)])
     assert [[e.name for e in c] for c in configs[0]] == [["k"]]
     assert timers.FLUSH_BYTES >= 4 * 60_000_000
+
+
+def test_precompile_targets_one_per_compile_class_plus_check_shapes():
+    from kernelcast.collect.precompile import compile_key, compile_targets
+    from kernelcast.features.desc import parse_desc
+
+    cfg = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3, "split_k": 1}
+    base = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "triton", "layout": "nt", "config": cfg}
+    descs = [parse_desc({**base, "m": m, "n": n, "k": 1024}) for m, n in ((1, 4096), (77, 8192), (5, 1000))]
+    descs.append(parse_desc({**base, "backend": "cublas", "config": None, "m": 9, "n": 64, "k": 64}))
+    targets = compile_targets(descs)
+    # n % 16 == 0 (the first two share a class), then the output check's small shape (n = 131), whose
+    # class n = 1000 shares (m is not specialized; only n % 16 and k % 16 are)
+    assert [(d.m, d.n) for d in targets] == [(1, 4096), (67, 131)]
+    assert compile_key(descs[0]) == compile_key(descs[1]) != compile_key(descs[2]) == compile_key(targets[1])
+    assert compile_key(descs[3]) is None

@@ -12,6 +12,8 @@ import math
 import triton
 import triton.language as tl
 
+from kernelcast.collect.kernels.launch import launch
+
 _RUNTIME = ["heads_q", "group", "seq_q", "seq_kv"]
 
 
@@ -66,9 +68,9 @@ def attention(q, k, v, out, cfg: dict, causal: bool):
     heads_kv, seq_kv = k.shape[1], k.shape[2]
     scale = 1.4426950408889634 / math.sqrt(head_dim)      # log2(e) / sqrt(d): exp2 softmax
     grid = (triton.cdiv(seq_q, cfg["block_m"]), batch * heads_q)
-    kc_attn_fwd[grid](q, k, v, out, scale, q.stride(0), q.stride(1), q.stride(2),
-                      k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
-                      out.stride(0), out.stride(1), out.stride(2), heads_q, heads_q // heads_kv, seq_q, seq_kv,
-                      HEAD_DIM=head_dim, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], CAUSAL=causal,
-                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    launch(kc_attn_fwd, grid, q, k, v, out, scale, q.stride(0), q.stride(1), q.stride(2),
+           k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
+           out.stride(0), out.stride(1), out.stride(2), heads_q, heads_q // heads_kv, seq_q, seq_kv,
+           HEAD_DIM=head_dim, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], CAUSAL=causal,
+           num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return out

@@ -10,6 +10,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kernelcast.collect.kernels.launch import launch
+
 _RUNTIME = ["M", "split_blocks"]
 
 
@@ -77,11 +79,11 @@ def matmul(a, b, out, cfg: dict, ws=None):
     cs = 0 if split_k == 1 else ws.stride(0)
     cb, cm, cn = _strides3(out) if split_k == 1 else _strides3(ws[0])
     grid = (triton.cdiv(m, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]), split_k, batch)
-    kc_gemm_kernel[grid](a, b, target, m, n, k, split_blocks, *_strides3(a), *_strides3(b), cs, cb, cm, cn,
-                         BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"],
-                         GROUP_M=cfg["group_m"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    launch(kc_gemm_kernel, grid, a, b, target, m, n, k, split_blocks, *_strides3(a), *_strides3(b), cs, cb, cm, cn,
+           BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"],
+           GROUP_M=cfg["group_m"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     if split_k > 1:                                 # reduce over the whole (row-padded) output buffer
         full = out.as_strided(ws.shape[1:], ws.stride()[1:])
         numel = full.numel()
-        kc_gemm_splitk_reduce[(triton.cdiv(numel, 1024),)](ws, full, numel, SPLIT_K=split_k, BLOCK=1024, num_warps=4)
+        launch(kc_gemm_splitk_reduce, (triton.cdiv(numel, 1024),), ws, full, numel, SPLIT_K=split_k, BLOCK=1024, num_warps=4)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kernelcast.collect.kernels.launch import launch
 from kernelcast.collect.kernels.triton_gemm import grouped_tile
 
 
@@ -79,11 +80,11 @@ def _gemm(a, w, c, weights, sorted_ids, expert_ids, numel, row_div, cfg, mul_wei
     n, k = w.shape[1], w.shape[2]
     em = sorted_ids.numel()
     grid = (triton.cdiv(em, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
-    kc_moe_gemm[grid](a, w, c, weights, sorted_ids, expert_ids, n, k, em, numel, row_div,
-                      a.stride(0), w.stride(0), w.stride(1), c.stride(0),
-                      BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"],
-                      GROUP_M=cfg["group_m"], MUL_WEIGHT=mul_weight,
-                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    launch(kc_moe_gemm, grid, a, w, c, weights, sorted_ids, expert_ids, n, k, em, numel, row_div,
+           a.stride(0), w.stride(0), w.stride(1), c.stride(0),
+           BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"],
+           GROUP_M=cfg["group_m"], MUL_WEIGHT=mul_weight,
+           num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
 
 
 def align(topk_ids, experts: int, block_m: int, bufs: dict):
@@ -91,15 +92,15 @@ def align(topk_ids, experts: int, block_m: int, bufs: dict):
     numel = topk_ids.numel()
     counters = bufs["counters"]                      # [2, experts] int32: counts, cursors
     counters.zero_()
-    kc_moe_count[(triton.cdiv(numel, 1024),)](topk_ids, counters[0], numel, BLOCK=1024)
+    launch(kc_moe_count, (triton.cdiv(numel, 1024),), topk_ids, counters[0], numel, BLOCK=1024)
     sorted_ids, expert_ids, starts = bufs["sorted_ids"], bufs["expert_ids"], bufs["starts"]
     e_pow2 = triton.next_power_of_2(experts)
     fill = max(1, min(64, 8192 // e_pow2))
     nblocks = expert_ids.numel()
-    kc_moe_scan[(triton.cdiv(nblocks, fill),)](counters[0], starts, expert_ids, experts, nblocks,
-                                               BLOCK_M=block_m, E_POW2=e_pow2, FILL=fill, num_warps=4)
+    launch(kc_moe_scan, (triton.cdiv(nblocks, fill),), counters[0], starts, expert_ids, experts, nblocks,
+           BLOCK_M=block_m, E_POW2=e_pow2, FILL=fill, num_warps=4)
     sorted_ids.fill_(numel)                          # padding slots point past the last token
-    kc_moe_scatter[(triton.cdiv(numel, 1024),)](topk_ids, starts, counters[1], sorted_ids, numel, BLOCK=1024)
+    launch(kc_moe_scatter, (triton.cdiv(numel, 1024),), topk_ids, starts, counters[1], sorted_ids, numel, BLOCK=1024)
     return sorted_ids, expert_ids
 
 

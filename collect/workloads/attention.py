@@ -17,10 +17,10 @@ SDPA_DTYPES = ("bf16", "fp16")
 TRITON_HEAD_DIMS = (16, 32, 64, 128, 256)
 
 
-def _inputs(desc: AttentionDesc):
-    q = randn((desc.batch, desc.heads_q, desc.seq_q, desc.head_dim), desc.dtype, seed=1)
-    k = randn((desc.batch, desc.heads_kv, desc.seq_kv, desc.head_dim), desc.dtype, seed=2)
-    v = randn((desc.batch, desc.heads_kv, desc.seq_kv, desc.head_dim), desc.dtype, seed=3)
+def _inputs(desc: AttentionDesc, device: str = "cuda"):
+    q = randn((desc.batch, desc.heads_q, desc.seq_q, desc.head_dim), desc.dtype, seed=1, device=device)
+    k = randn((desc.batch, desc.heads_kv, desc.seq_kv, desc.head_dim), desc.dtype, seed=2, device=device)
+    v = randn((desc.batch, desc.heads_kv, desc.seq_kv, desc.head_dim), desc.dtype, seed=3, device=device)
     return q, k, v
 
 
@@ -123,11 +123,11 @@ class TritonAttention(BackendBase):
 
     small = staticmethod(_small)
 
-    def build(self, desc: AttentionDesc):
+    def build(self, desc: AttentionDesc, device: str = "cuda"):
         import torch
         from kernelcast.collect.kernels import triton_attention
 
-        q, k, v = _inputs(desc)
+        q, k, v = _inputs(desc, device)
         out = torch.empty_like(q)
         call = functools.partial(triton_attention.attention, q, k, v, out, dict(desc.config), desc.causal)
         return call, _reference(q, k, v, desc.causal)

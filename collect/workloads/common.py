@@ -28,10 +28,13 @@ def torch_dtype(name: str):
     return table[name]
 
 
-def randn(shape: tuple[int, ...], dtype: str, scale: float = 1.0, seed: int = 0):
-    """Seeded normal inputs on the GPU in ``dtype`` (fp8 drawn in bf16, then cast)."""
+def randn(shape: tuple[int, ...], dtype: str, scale: float = 1.0, seed: int = 0, device: str = "cuda"):
+    """Seeded normal inputs on the GPU in ``dtype`` (fp8 drawn in bf16, then cast); on ``device="meta"``
+    an empty meta tensor of that shape and dtype (for compiling without a GPU call)."""
     import torch
 
+    if device == "meta":
+        return torch.empty(shape, device="meta", dtype=torch_dtype(dtype))
     gen = torch.Generator(device="cuda").manual_seed(seed)
     draw = torch.float32 if dtype in ("fp32", "tf32") else torch.bfloat16 if dtype.startswith("fp8") else torch_dtype(dtype)
     x = torch.randn(shape, device="cuda", dtype=draw, generator=gen)
@@ -70,6 +73,11 @@ class BackendBase:
         if reason:
             raise unsupported(reason)
         return self.build(desc)[0]
+
+    def compile_only(self, desc: Any) -> None:
+        """Compile ``desc``'s Triton kernels into the on-disk cache without running anything: the call is
+        built on meta tensors, whose launches go through ``JITFunction.warmup`` (``kernels.launch``)."""
+        self.build(desc, device="meta")[0]()
 
     def check(self, desc: Any) -> str | None:
         """Run a small description of ``desc``'s shape class and compare with float64; None when it matches."""

@@ -12,12 +12,12 @@ CUBLAS_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3")
 TRITON_DTYPES = ("bf16", "fp16")
 
 
-def _operands(desc: GemmDesc):
+def _operands(desc: GemmDesc, device: str = "cuda"):
     """A [b?, m, k] and B as [b?, k, n] (nn) or W [b?, n, k] (nt), seeded, scaled to keep sums O(1)."""
     lead = (desc.batch,) if desc.batch > 1 else ()
     b_shape = (desc.k, desc.n) if desc.layout == "nn" else (desc.n, desc.k)
-    a = randn(lead + (desc.m, desc.k), desc.dtype, seed=1)
-    b = randn(lead + b_shape, desc.dtype, seed=2)
+    a = randn(lead + (desc.m, desc.k), desc.dtype, seed=1, device=device)
+    b = randn(lead + b_shape, desc.dtype, seed=2, device=device)
     return a, b
 
 
@@ -96,19 +96,19 @@ class TritonGemm(BackendBase):
 
     small = staticmethod(_small)
 
-    def build(self, desc: GemmDesc):
+    def build(self, desc: GemmDesc, device: str = "cuda"):
         import torch
         from kernelcast.collect.kernels import triton_gemm
 
-        a, b = _operands(desc)
+        a, b = _operands(desc, device)
         cfg = dict(desc.config)
         bt = b if desc.layout == "nn" else b.transpose(-1, -2)
         lead = (desc.batch,) if desc.batch > 1 else ()
-        full = torch.empty(lead + (desc.m, -(-desc.n // 16) * 16), device="cuda", dtype=a.dtype)
+        full = torch.empty(lead + (desc.m, -(-desc.n // 16) * 16), device=device, dtype=a.dtype)
         out = full[..., :desc.n]                   # row stride padded to 16: one compile for any n
         ws = None
         if cfg["split_k"] > 1:
-            ws = torch.empty((cfg["split_k"],) + full.shape, device="cuda", dtype=torch.float32)
+            ws = torch.empty((cfg["split_k"],) + full.shape, device=device, dtype=torch.float32)
         call = functools.partial(triton_gemm.matmul, a, bt, out, cfg, ws)
         return call, _reference(a, b, desc.layout)
 

@@ -35,16 +35,16 @@ def routing(tokens: int, experts: int, top_k: int, distribution, seed: int = 0) 
     return ids, (weights / weights.sum(1, keepdims=True)).astype(np.float32)
 
 
-def _inputs(desc: MoeDesc):
+def _inputs(desc: MoeDesc, device: str = "cuda"):
     import torch
 
     up = 2 * desc.ffn if desc.gated else desc.ffn
-    x = randn((desc.tokens, desc.hidden), desc.dtype, seed=1)
-    w1 = randn((desc.experts, up, desc.hidden), desc.dtype, scale=desc.hidden ** -0.5, seed=2)
-    w2 = randn((desc.experts, desc.hidden, desc.ffn), desc.dtype, scale=desc.ffn ** -0.5, seed=3)
+    x = randn((desc.tokens, desc.hidden), desc.dtype, seed=1, device=device)
+    w1 = randn((desc.experts, up, desc.hidden), desc.dtype, scale=desc.hidden ** -0.5, seed=2, device=device)
+    w2 = randn((desc.experts, desc.hidden, desc.ffn), desc.dtype, scale=desc.ffn ** -0.5, seed=3, device=device)
     ids, weights = routing(desc.tokens, desc.experts, desc.top_k, desc.distribution)
-    ids_t = torch.from_numpy(ids).to("cuda", torch.int32)
-    return x, w1, w2, ids_t, torch.from_numpy(weights).to("cuda")
+    ids_t = torch.from_numpy(ids).to(device, torch.int32)
+    return x, w1, w2, ids_t, torch.from_numpy(weights).to(device)
 
 
 def _act(h, ffn: int, gated: bool):
@@ -90,19 +90,19 @@ class TritonMoe(_MoeBackend):
 
     name = "triton"
 
-    def build(self, desc: MoeDesc):
+    def build(self, desc: MoeDesc, device: str = "cuda"):
         import torch
         from kernelcast.collect.kernels import triton_moe
 
-        x, w1, w2, ids, weights = _inputs(desc)
+        x, w1, w2, ids, weights = _inputs(desc, device)
         cfg = dict(desc.config)
         bm, numel = cfg["block_m"], desc.tokens * desc.top_k
         em = -(-(numel + desc.experts * (bm - 1)) // bm) * bm
-        dev = dict(device="cuda", dtype=torch.int32)
+        dev = dict(device=device, dtype=torch.int32)
         bufs = {"counters": torch.zeros((2, desc.experts), **dev), "starts": torch.zeros(desc.experts, **dev),
                 "sorted_ids": torch.empty(em, **dev), "expert_ids": torch.empty(em // bm, **dev),
-                "h": torch.empty((numel, w1.shape[1]), device="cuda", dtype=x.dtype),
-                "y": torch.empty((numel, desc.hidden), device="cuda", dtype=x.dtype)}
+                "h": torch.empty((numel, w1.shape[1]), device=device, dtype=x.dtype),
+                "y": torch.empty((numel, desc.hidden), device=device, dtype=x.dtype)}
         flat_w = weights.reshape(-1)
 
         def call():
