@@ -29,7 +29,7 @@ def covered_rows(op: str, model, n: int, seed: int = 0) -> pd.DataFrame:
     ensure_cache([op])
     rows = load_rows(op, sources=("aiconfigurator",))
     rows = rows[[c for c in op_fields(op) if c in rows and rows[c].notna().any()]]     # all-null config: absent
-    rows = rows[model.covers(rows)]
+    rows = rows[model.covers(op, rows)]
     return rows.sample(n, replace=len(rows) < n, random_state=seed).reset_index(drop=True)
 
 

@@ -42,11 +42,11 @@ def random_rows(op: str, n: int, rng: np.random.Generator) -> pd.DataFrame:
 def bench_single(op: str, calls: int, rng) -> dict:
     rows = random_rows(op, calls, rng).to_dict("records")
     for row in rows[:50]:
-        predict_latency(row, model="analytical")          # warm: imports and spec caches
+        predict_latency(row, predictor="analytical")          # warm: imports and spec caches
     times = []
     for row in rows:
         t0 = time.perf_counter()
-        predict_latency(row, model="analytical")
+        predict_latency(row, predictor="analytical")
         times.append(time.perf_counter() - t0)
     t = np.asarray(times) * 1e6
     return {"op": op, "calls": calls, "p50_us": float(np.median(t)), "p90_us": float(np.percentile(t, 90))}
@@ -54,9 +54,9 @@ def bench_single(op: str, calls: int, rng) -> dict:
 
 def bench_many(op: str, n: int, rng) -> dict:
     frame = random_rows(op, n, rng)
-    predict_many(frame.head(100), model="analytical")
+    predict_many(frame.head(100), predictor="analytical")
     t0 = time.perf_counter()
-    out = predict_many(frame, model="analytical")
+    out = predict_many(frame, predictor="analytical")
     seconds = time.perf_counter() - t0
     models = sorted(set(out["model"]))
     return {"op": op, "rows": n, "seconds": seconds, "rows_per_s": n / seconds, "models": models}

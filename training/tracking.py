@@ -1,12 +1,15 @@
 """MLflow: tracking URI, one experiment per op family, run logging, the registered model and its champion alias."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
 from kernelcast.training.data import REPO
+
 
 def tracking_uri() -> str:
     """MLFLOW_TRACKING_URI if set, else sqlite:///<repo>/mlruns/mlflow.db."""
@@ -20,16 +23,33 @@ def artifact_root(uri: str) -> Path | None:
     return None
 
 
+@contextlib.contextmanager
+def store_lock(uri: str):
+    """An exclusive lock beside a sqlite store (none for servers): two processes creating or migrating one
+    store, or creating one experiment, take turns instead of racing (sqlite migrations are not concurrent)."""
+    root = artifact_root(uri)
+    if root is None:
+        yield
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / ".mlflow.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def setup() -> Any:
-    """Point MLflow at our store (creating the sqlite folder); return the client."""
+    """Point MLflow at our store (creating and migrating a sqlite store under ``store_lock``); return the client."""
     import mlflow
 
     uri = tracking_uri()
-    root = artifact_root(uri)
-    if root is not None:
-        root.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
-    return mlflow.MlflowClient()
+    with store_lock(uri):
+        client = mlflow.MlflowClient()
+        client.search_experiments(max_results=1)         # a fresh sqlite store is created here, once
+    return client
 
 
 def experiment_name(op: str) -> str:
@@ -39,12 +59,13 @@ def experiment_name(op: str) -> str:
 def experiment_id(op: str) -> str:
     """The op's experiment, created with an explicit artifact location when missing."""
     client = setup()
-    exp = client.get_experiment_by_name(experiment_name(op))
-    if exp is not None:
-        return exp.experiment_id
-    root = artifact_root(tracking_uri())
-    location = (root / experiment_name(op)).as_uri() if root is not None else None
-    return client.create_experiment(experiment_name(op), artifact_location=location)
+    with store_lock(tracking_uri()):
+        exp = client.get_experiment_by_name(experiment_name(op))
+        if exp is not None:
+            return exp.experiment_id
+        root = artifact_root(tracking_uri())
+        location = (root / experiment_name(op)).as_uri() if root is not None else None
+        return client.create_experiment(experiment_name(op), artifact_location=location)
 
 
 def git_revision() -> str:
