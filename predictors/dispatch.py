@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.desc import parse_desc
+from kernelcast.features.ops import get_op
 from kernelcast.features.validate import columns_from_records, validate_frame
 from kernelcast.features.vector import feature_columns
 from kernelcast.predictors.analytical import AnalyticalPredictor, bound_of
@@ -59,10 +60,6 @@ def predictors_for(op: str, predictor: str) -> list:
     return ([model] if model is not None else []) + [ANALYTICAL]
 
 
-#: extra numbers an op's answers carry, from its features (name in the answer -> feature)
-EXTRAS = {"collective": {"nccl_model_us": "nccl_time_us"}}
-
-
 def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto") -> dict[str, np.ndarray]:
     """``RESULT_COLUMNS`` (and the op's extras) for validated description columns of one op."""
     chain = predictors_for(op, predictor)
@@ -86,7 +83,7 @@ def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "a
         for key in ("latency_us", "low_us", "high_us", "in_distribution"):
             out[key][mine] = answer[key]
         out["model"][mine] = p.name
-    for name, feature in EXTRAS.get(op, {}).items():
+    for name, feature in get_op(op).extras.items():
         out[name] = np.asarray(feats[feature], dtype=np.float64)
     return out
 
@@ -111,7 +108,7 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     out = predict_columns(_one_row(d), d.op, predictor)
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
-    extras = {k: float(out[k][0]) for k in EXTRAS.get(d.op, {})}
+    extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
     return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
                       float(out["floor_us"][0]), str(out["bound"][0]), name, bool(out["in_distribution"][0]),
                       source.assumptions(d.op), extras)
@@ -124,7 +121,7 @@ def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: s
     frame = descs if isinstance(descs, pd.DataFrame) else columns_from_records(descs)
     by_op, _ = validate_frame(frame)
     n = len(frame)
-    extras = sorted({k for op in by_op for k in EXTRAS.get(op, {})})
+    extras = sorted({k for op in by_op for k in get_op(op).extras})
     result = {c: np.full(n, np.nan) for c in ("latency_us", "low_us", "high_us", "floor_us", *extras)}
     result.update({"bound": np.full(n, None, dtype=object), "model": np.full(n, None, dtype=object),
                    "in_distribution": np.zeros(n, dtype=bool)})

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.common import key_codes
+from kernelcast.features.fields import SMALL
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, categories, default_source, feature_names
 from kernelcast.predictors.trees import Forest
@@ -87,6 +88,8 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
         values = np.asarray(values, dtype=object)
     lookup = {c: i for i, c in enumerate(cats)}
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
+    if n <= SMALL:                                       # a few rows: dict lookups beat hashing the column
+        return np.fromiter((lookup.get(str(v), -1) if isinstance(v, str) else -1 for v in values), np.intp, n)
     inverse, uniq = pd.factorize(values)                 # missing values get -1: the trailing -1
     return np.asarray([lookup.get(str(u), -1) for u in uniq] + [-1], dtype=np.intp)[inverse]
 
@@ -213,6 +216,10 @@ class LearnedModel:
             self._boosters = _read_boosters(self.model_dir, self.op, self.manifest)
         return self._boosters
 
+    @functools.cached_property
+    def _covered(self) -> frozenset:
+        return frozenset(self.manifest["covered"])
+
     @property
     def name(self) -> str:
         return f"learned:{self.op}@{self.manifest['data_fingerprint'][:8]}"
@@ -226,9 +233,12 @@ class LearnedModel:
         """(GPU, backend, dtype) seen in training and every range column inside its trained range."""
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
         gpu, backend, dtype = get("gpu"), get("backend"), get("dtype")
-        codes, first = key_codes(gpu, backend, dtype)          # each distinct (gpu, backend, dtype) looked up once
-        covered = set(self.manifest["covered"])
-        ok = np.asarray([f"{gpu[i]}|{backend[i]}|{dtype[i]}" in covered for i in first], dtype=bool)[codes]
+        covered = self._covered
+        if len(gpu) <= SMALL:
+            ok = np.fromiter((f"{g}|{b}|{d}" in covered for g, b, d in zip(gpu, backend, dtype)), bool, len(gpu))
+        else:
+            codes, first = key_codes(gpu, backend, dtype)      # each distinct (gpu, backend, dtype) looked up once
+            ok = np.asarray([f"{gpu[i]}|{backend[i]}|{dtype[i]}" in covered for i in first], dtype=bool)[codes]
         for col, (lo, hi) in self.manifest["ranges"].items():
             values = np.asarray(get(col), dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)

@@ -1,1 +1,1 @@
-"""Training: datasets, splits, XGBoost/GNN trainers, evaluation, MLflow logging, export."""
+"""Training: datasets, splits, the XGBoost trainer, evaluation, MLflow logging, export."""

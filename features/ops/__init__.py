@@ -43,6 +43,7 @@ class OpSpec:
     train_params: Mapping[str, Any] = field(default_factory=dict)    # LatencyRegressor overrides, with their reason in the module
     checks_dtype_on_gpu: bool = True                # compute ops need the GPU to have units for the dtype
     derived: Callable[[Columns], dict] | None = None  # extra columns the rules read (e.g. element bytes)
+    extras: Mapping[str, str] = field(default_factory=dict)   # numbers every answer carries: name -> feature
     desc_type: type = None                          # the frozen description class (made by ``register``)
 
     def all_fields(self) -> tuple[str, ...]:

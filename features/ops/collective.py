@@ -121,6 +121,7 @@ SPEC = register(OpSpec(
     categorical=("backend", "dtype", "source", "collective"),
     range_columns=("bytes", "ranks"),
     size_feature="bytes",
+    extras={"nccl_model_us": "nccl_time_us"},       # NCCL's own estimate, beside the learned answer
     train_params={"max_depth": 6},                 # ~5k rows: depth 6 as accurate as the default depth 8
 ))
 CollectiveDesc = SPEC.desc_type
