@@ -24,25 +24,11 @@ from typing import Any, Iterable, Sequence
 from kernelcast.features.desc import Desc, parse_desc
 
 
-def _d16(x: int) -> tuple[bool, bool]:
-    return x % 16 == 0, x == 1
-
-
 def compile_key(desc: Desc) -> tuple | None:
-    """What Triton specializes a kernelcast Triton call on (None for non-Triton backends)."""
-    if desc.backend != "triton":
-        return None
-    if desc.op == "gemm":
-        batched = desc.batch > 1
-        return ("gemm", desc.dtype, desc.layout, batched, desc.config, _d16(desc.n), _d16(desc.k),
-                _d16(desc.m * desc.k) if batched else None)
-    if desc.op == "attention":
-        return ("attention", desc.dtype, desc.head_dim, desc.causal, desc.config)
-    if desc.op == "moe":
-        e_pow2 = 1 << max(0, (desc.experts - 1).bit_length())
-        return ("moe", desc.dtype, desc.gated, desc.config, _d16(desc.hidden), _d16(desc.ffn), e_pow2,
-                desc.experts % 4 == 0)
-    return None
+    """What Triton specializes a kernelcast Triton call on (None for backends with nothing to compile)."""
+    from kernelcast.collect.workloads import get_backend
+
+    return get_backend(desc.op, desc.backend).compile_key(desc)
 
 
 def compile_targets(descs: Iterable[Desc]) -> list[Desc]:

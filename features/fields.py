@@ -287,6 +287,8 @@ class TritonConfig:
                 cfg = json.loads(cfg)
             except json.JSONDecodeError:
                 raise field_error("config", cfg, "a mapping of names to numbers or strings (or its JSON text)") from None
+        if isinstance(cfg, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in cfg):
+            cfg = dict(cfg)                                       # a description's own (key, value) pairs
         if cfg is None:
             if backend == "triton":
                 raise field_error("config", None, f"a mapping with {', '.join(self.keys)} for backend 'triton'")

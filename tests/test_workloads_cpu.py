@@ -120,7 +120,9 @@ def test_timing_flags_lost_or_empty_calls():
 def test_warm_separator_is_recognised():
     configs = split_segments([_ev("kc_mark", 0), _ev("k", 5), _ev("kc_end", 50)])
     assert [[e.name for e in c] for c in configs[0]] == [["k"]]
-    assert timers.FLUSH_BYTES >= 4 * 60_000_000
+    from kernelcast.features.gpu import get_gpu
+
+    assert timers.FLUSH_BYTES >= 4 * get_gpu("H200").l2_bytes          # the flush buffer is several L2s
 
 
 def test_precompile_targets_one_per_compile_class_plus_check_shapes():

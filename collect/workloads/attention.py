@@ -121,6 +121,9 @@ class TritonAttention(BackendBase):
     def class_key(self, desc: AttentionDesc) -> tuple:
         return ("attention", self.name, desc.dtype, desc.head_dim, desc.causal, desc.config)
 
+    def compile_key(self, desc: AttentionDesc) -> tuple:
+        return self.class_key(desc)
+
     small = staticmethod(_small)
 
     def build(self, desc: AttentionDesc, device: str = "cuda"):

@@ -57,6 +57,11 @@ def compare(out: Any, ref: Any, dtype: str, fused: bool = False) -> str | None:
     return None
 
 
+def divisible_16(x: int) -> tuple[bool, bool]:
+    """How Triton specializes an integer argument: divisible by 16, or equal to 1."""
+    return x % 16 == 0, x == 1
+
+
 class BackendBase:
     """What every backend shares: ``prepare`` from ``build``, and the once-per-shape-class output check.
 
@@ -73,6 +78,10 @@ class BackendBase:
         if reason:
             raise unsupported(reason)
         return self.build(desc)[0]
+
+    def compile_key(self, desc: Any) -> tuple | None:
+        """What the backend's Triton kernels specialize on (one compile per key); None: nothing to compile."""
+        return None
 
     def compile_only(self, desc: Any) -> None:
         """Compile ``desc``'s Triton kernels into the on-disk cache without running anything: the call is

@@ -5,7 +5,7 @@ import dataclasses
 import functools
 
 from kernelcast.collect.workloads import register
-from kernelcast.collect.workloads.common import BackendBase, randn
+from kernelcast.collect.workloads.common import BackendBase, divisible_16, randn
 from kernelcast.features.ops.gemm import GemmDesc, default_out_dtype
 
 CUBLAS_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3")
@@ -93,6 +93,11 @@ class TritonGemm(BackendBase):
 
     def class_key(self, desc: GemmDesc) -> tuple:
         return ("gemm", self.name, desc.dtype, desc.layout, desc.batch > 1, desc.config)
+
+    def compile_key(self, desc: GemmDesc) -> tuple:
+        batched = desc.batch > 1
+        return (self.class_key(desc), divisible_16(desc.n), divisible_16(desc.k),
+                divisible_16(desc.m * desc.k) if batched else None)
 
     small = staticmethod(_small)
 

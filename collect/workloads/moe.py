@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from kernelcast.collect.workloads import register
-from kernelcast.collect.workloads.common import BackendBase, randn
+from kernelcast.collect.workloads.common import BackendBase, divisible_16, randn
 from kernelcast.features.ops.moe import MoeDesc, expert_counts
 
 MOE_DTYPES = ("bf16", "fp16")
@@ -89,6 +89,11 @@ class TritonMoe(_MoeBackend):
     """kernelcast's fused MoE (align -> grouped GEMM up -> act -> grouped GEMM down -> combine)."""
 
     name = "triton"
+
+    def compile_key(self, desc: MoeDesc) -> tuple:
+        experts_pow2 = 1 << max(0, (desc.experts - 1).bit_length())
+        return (self.class_key(desc), divisible_16(desc.hidden), divisible_16(desc.ffn), experts_pow2,
+                desc.experts % 4 == 0)
 
     def build(self, desc: MoeDesc, device: str = "cuda"):
         import torch
