@@ -103,9 +103,9 @@ def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -
 
 
 #: fixed device time of one kernel (launch ramp, prologue, epilogue) in SM clock cycles: 2.5 µs at a
-#: 1.98 GHz boost clock, about our H200's shortest kernels (1.6-4 µs). Counted in cycles, not µs: the
-#: learned models divide latency by floor + this (``latency_scale``), and leave-A100-out GEMM MAPE was
-#: 18.7% with a fixed 2.5 µs against 14.1% in cycles (A100 runs at 1.41 GHz).
+#: 1.98 GHz boost clock, about our H200's shortest kernels. Counted in cycles, not µs, so it scales with a
+#: GPU's clock (A100 runs at 1.41 GHz); the learned models divide latency by floor + this (``latency_scale``).
+#: What it bought is measured in benchmarks/RESULTS.md.
 KERNEL_FLOOR_CYCLES = 4950.0
 
 
@@ -119,8 +119,8 @@ def latency_scale(floor_us, clock_hz) -> np.ndarray:
 
     Their target is log(latency / scale). Over the roofline floor alone, a latency-bound kernel's
     target grows as its floor shrinks (a 4 µs GEMM with a 0.01 µs floor sits at log 400), and the
-    trees spend their splits tracing that line; over floor + fixed time it is flat near 0. cuBLAS
-    median APE on our H200 rows went from 5.1% to 3.7%, flash attention from 3.4% to 2.6%.
+    trees spend their splits tracing that line; over floor + fixed time it is flat near 0 (the measured gain is
+    in benchmarks/RESULTS.md).
     """
     return np.asarray(floor_us, dtype=np.float64) + kernel_floor_us(clock_hz)
 
@@ -130,8 +130,7 @@ def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     Trees cannot extrapolate a raw clock: a GPU clocked below every training GPU (A100 at 1.41 GHz
     against 1.98+ GHz) lands in the slowest training GPU's leaves, and its small, latency-bound
-    kernels come out ~25% fast. In cycles the fixed per-kernel costs line up across GPUs
-    (leave-A100-out GEMM MAPE 19.6% -> 13.9%, README).
+    kernels come out too fast. In cycles the fixed per-kernel costs line up across GPUs (benchmarks/RESULTS.md).
     """
     clock = np.asarray(base["gpu_boost_clock_hz"], dtype=np.float64)
     return {"log2_floor_cycles": np.log2(np.asarray(base["floor_us"], dtype=np.float64) * 1e-6 * clock),

@@ -12,7 +12,7 @@ from kernelcast.features.fields import OUTSIDE_BACKENDS, ChoiceField
 from kernelcast.features.ops import get_op
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
-FEATURE_VERSION = "4"
+FEATURE_VERSION = "5"
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 #: per-row values beside the features: the roofline floor (reported) and the target's scale (log(latency / scale_us))
 TARGET_COLUMNS = ("floor_us", "scale_us")

@@ -45,8 +45,8 @@ class ModelFileError(ValueError):
     """A shipped model file that cannot be served as it is: names the file and what is wrong."""
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
-#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost costs ~0.4-1.8 ms per call
-#: however few the rows; the walk stays faster up to ~64 rows (32 rows, GEMM: 0.56 vs 2.1 ms)
+#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's fixed per-call cost is larger
+#: than the walk up to about this many rows (benchmarks/RESULTS.md)
 NUMPY_ROWS = 32
 
 
@@ -54,7 +54,7 @@ def matrix_columns(op: str) -> list[str]:
     """Model input columns in order: numeric features, then one 0/1 column per category (``dtype=bf16``).
 
     One-hot rather than XGBoost's native categorical splits: as accurate on our rows (cuBLAS median
-    APE 3.98 vs 3.94%) and 38% faster to predict, since every split is then a plain threshold.
+    APE within noise, benchmarks/RESULTS.md) and faster to predict, since every split is then a plain threshold.
     """
     return list(feature_names(op)) + [f"{name}={cat}" for name, cats in categories(op).items() for cat in cats]
 

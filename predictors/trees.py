@@ -1,8 +1,8 @@
 """XGBoost tree ensembles walked in numpy: a few rows without XGBoost's fixed per-call cost.
 
-XGBoost's ``inplace_predict`` costs about 1.1 ms per call for 300 depth-10 trees however few the
-rows (measured on our 2-core dev machine, xgboost 3.2); walking every tree one level per numpy
-step costs ~0.1 ms for one row. Batches stay with XGBoost, which is faster per row.
+XGBoost's ``inplace_predict`` has a fixed per-call cost however few the rows; walking every tree one
+level per numpy step costs far less for one row (both measured in benchmarks/RESULTS.md). Batches stay
+with XGBoost, which is faster per row.
 
 ``Forest.from_boosters`` reads the boosters' JSON models. Semantics follow XGBoost's CPU predictor:
 a split sends ``value < split_condition`` left, a missing value takes the node's default direction;

@@ -19,7 +19,10 @@ PINNED = {
                             "m_align", "m_mod128", "m_mod64", "n_align", "n_mod128", "n_mod64", "k_align", "k_mod128",
                             "k_mod64", "lda_align_log2_bytes", "ldb_align_log2_bytes", "ldc_align_log2_bytes",
                             "all_16b_aligned", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
-                            "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle"),
+                            "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle", "smem_per_cta", "smem_share",
+                            "ctas_per_sm", "occupancy", "waves_resident", "wave_efficiency_resident",
+                            "accumulators_per_thread", "accumulator_spill", "tile_intensity", "k_iterations_per_stage",
+                            "warp_tile", "log_tiles_per_slot"),
     "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                                  "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
                                  "head_dim", "causal", "elem_bytes", "peak_flops", "causal_fraction",
@@ -37,7 +40,7 @@ PINNED = {
 @pytest.mark.parametrize("op", PINNED)
 def test_feature_names_and_order_are_pinned(op):
     # Changing these means bumping FEATURE_VERSION (shipped models pin both).
-    assert FEATURE_VERSION == "4"
+    assert FEATURE_VERSION == "5"
     assert feature_names(op) == PINNED[op]
 
 
@@ -143,3 +146,17 @@ def test_key_codes_count_distinct_rows_in_first_appearance_order():
     codes, first = key_codes(np.array(["h200", "b200", "h200", "h200", "b200"], dtype=object),
                              np.array([1.0, np.nan, 1.0, np.nan, np.nan]), np.array(["a", "a", "a", "a", "a"]))
     assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]
+
+
+def test_triton_occupancy_by_hand_on_h200():
+    cfg = '{"block_k": 64, "block_m": 128, "block_n": 128, "group_m": 8, "num_stages": 4, "num_warps": 8, "split_k": 1}'
+    f = _features("gemm", m=4096, n=4096, k=4096, batch=1, dtype="bf16", out_dtype="bf16", backend="triton",
+                  layout="nt", config=cfg)
+    assert f["smem_per_cta"] == 4 * (128 * 64 + 64 * 128) * 2              # 4 stages of A and B tiles, bf16
+    assert f["accumulators_per_thread"] == 128 * 128 / 256                 # fp32 accumulators over 8 warps
+    # 233,472 B of shared memory fit one 131,072 B CTA; registers (64 + 40 per thread) would allow two
+    assert f["ctas_per_sm"] == 1 and f["occupancy"] == 8 / 64
+    assert f["waves_resident"] == np.ceil(32 * 32 / 132) and f["accumulator_spill"] == 0
+    cublas = _features("gemm", m=4096, n=4096, k=4096, batch=1, dtype="bf16", out_dtype="bf16", backend="cublas",
+                       layout="nt", config=None)
+    assert np.isnan(cublas["smem_per_cta"]) and np.isnan(cublas["accumulator_spill"])   # the library chose: unknown

@@ -182,8 +182,8 @@ def subsample(frame: pd.DataFrame, max_rows: int, seed: int = 0) -> pd.DataFrame
     source) groups whole, large ones capped alike (water-filling evens out the large outside tables).
 
     Our rows are kept whole because the shipped models serve them: capped like an outside table (to
-    ~7k of 55k cuBLAS rows), the shipped GEMM model's cuBLAS median APE on our held-out rows was 6.0%;
-    kept whole, 4.0%, and the outside rows' errors went down too.
+    ~7k of 55k cuBLAS rows), the shipped GEMM model served our held-out rows measurably worse
+    (benchmarks/RESULTS.md).
     """
     own = frame["source"].eq(OWN_SOURCE).to_numpy()
     if (~own).sum() <= max_rows:

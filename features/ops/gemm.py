@@ -99,7 +99,7 @@ def leading_dim_alignment(layout, m: np.ndarray, n: np.ndarray, k: np.ndarray, i
     B's are n (``nn``) or k (``nt``: W[n,k]), C's are n. TMA and vectorised loads need 16 B; below it
     cuBLAS falls back to other kernels (SIMT, gemmSN), which is most of its fp32/tf32 ragged-size error.
     The power of two dividing a size alone leaves the element width to a deeper split; on our H200 rows
-    these lower cuBLAS median APE from 3.9% to 3.7%."""
+    the measured gain is in benchmarks/RESULTS.md."""
     in_b, out_b = np.log2(in_bytes), np.log2(out_bytes)
     nt = np.ones(len(m), dtype=bool) if layout is None else np.asarray(layout, dtype=object) == "nt"
     lda = np.minimum(_pow2_dividing(k) + in_b, 8.0)
@@ -126,7 +126,40 @@ def gemm_flops(cols) -> np.ndarray:
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return {**gemm_shape_features(cols, gpu, base), **clock_features(base)}
+    return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(base)}
+
+
+#: registers a thread holds besides its fp32 accumulators (addresses, loop state, operand fragments)
+BASE_REGISTERS = 40
+#: the most registers a thread can have; accumulators beyond spill to local memory
+MAX_REGISTERS = 255
+
+
+def occupancy_features(base) -> dict[str, np.ndarray]:
+    """How a Triton config sits on an SM: shared memory per CTA (stages of A and B tiles), fp32 accumulators per
+    thread, CTAs resident per SM (by shared memory, registers and warps) and the waves over those slots.
+
+    NaN where no config says what ran (the library's kernels). What they buy on fresh Triton configs is measured
+    in benchmarks/RESULTS.md."""
+    bm, bn, bk = base["block_m"], base["block_n"], base["block_k"]
+    warps, stages = base["num_warps"], base["num_stages"]
+    smem = stages * (bm * bk + bk * bn) * base["elem_bytes"]
+    acc = bm * bn / (32 * warps)
+    regs = np.minimum(acc + BASE_REGISTERS, MAX_REGISTERS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
+        by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
+        by_warps = np.floor(base["gpu_max_warps_per_sm"] / warps)
+    ctas = np.clip(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0, None)
+    slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
+    waves = np.maximum(np.ceil(base["tiles"] / slots), 1)
+    return {"smem_per_cta": smem, "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"], "ctas_per_sm": ctas,
+            "occupancy": ctas * warps / base["gpu_max_warps_per_sm"], "waves_resident": waves,
+            "wave_efficiency_resident": base["tiles"] / (waves * slots), "accumulators_per_thread": acc,
+            "accumulator_spill": np.where(np.isnan(acc), np.nan, (acc + BASE_REGISTERS > MAX_REGISTERS).astype(float)),
+            "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
+            "k_iterations_per_stage": base["k_iterations"] / stages, "warp_tile": bm * bn / warps,
+            "log_tiles_per_slot": np.log2(base["tiles"] / slots)}
 
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a
@@ -173,8 +206,8 @@ SPEC = register(OpSpec(
     example={"m": 256, "n": 256, "k": 256, "dtype": "bf16", "backend": "cublas"},
     categorical=("backend", "dtype", "source", "layout"),
     range_columns=("m", "n", "k", "batch"),
-    # cuBLAS's kernel choice by shape and alignment needs deep trees: depth 8 left cuBLAS at 4.2% median APE
-    # on our first cuBLAS pass; 150 rounds of depth 12 matched 300 of depth 10 at 60% of the batch time
+    # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 150 rounds
+    # of depth 12 were as accurate as 300 of depth 10 and faster to serve (benchmarks/RESULTS.md)
     train_params={"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
 ))
 GemmDesc = SPEC.desc_type
