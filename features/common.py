@@ -165,3 +165,32 @@ def roofline_assumptions(efficiency: Mapping[str, float], kernels: str) -> str:
     eff = ", ".join(f"{b} {e:.0%}" for b, e in efficiency.items())
     return (f"compute efficiency {eff} of dense peak, wave-quantized; memory {MEMORY_EFFICIENCY:.0%} of HBM "
             f"bandwidth; {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, {kernels}")
+
+
+#: registers a thread holds besides its fp32 accumulators (addresses, loop state, operand fragments)
+BASE_REGISTERS = 40
+#: the most registers a thread can have; accumulators beyond spill to local memory
+MAX_REGISTERS = 255
+
+
+def resident_ctas(smem: np.ndarray, accumulators: np.ndarray, warps: np.ndarray, units: np.ndarray,
+                  base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """How a Triton kernel's CTAs sit on an SM, from its shared memory per CTA (bytes), fp32 accumulators per
+    thread and warps: CTAs resident per SM (the least of what shared memory, registers and warps allow), and
+    the waves of ``units`` work units over those slots. ``base`` carries the gpu_* columns.
+
+    Shared by every op family with a Triton config: generalising to configs never measured needs what a config
+    does to the SM, not its numbers alone (benchmarks/RESULTS.md)."""
+    regs = np.minimum(accumulators + BASE_REGISTERS, MAX_REGISTERS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
+        by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
+        by_warps = np.floor(base["gpu_max_warps_per_sm"] / warps)
+    ctas = np.clip(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0, None)
+    slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
+    waves = np.maximum(np.ceil(units / slots), 1)
+    spill = np.where(np.isnan(accumulators), np.nan, (accumulators + BASE_REGISTERS > MAX_REGISTERS).astype(float))
+    return {"smem_per_cta": smem, "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"], "ctas_per_sm": ctas,
+            "occupancy": ctas * warps / base["gpu_max_warps_per_sm"], "waves_resident": waves,
+            "wave_efficiency_resident": units / (waves * slots), "accumulators_per_thread": accumulators,
+            "accumulator_spill": spill, "log_units_per_slot": np.log2(units / slots)}

@@ -10,6 +10,9 @@ from kernelcast.features.vector import FEATURE_VERSION, build_features, categori
 GPU_FEATURES = ("gpu_sm_count", "gpu_boost_clock_hz", "gpu_memory_bandwidth_bps", "gpu_l2_bytes",
                 "gpu_infinity_cache_bytes", "gpu_shared_memory_per_sm_bytes", "gpu_registers_per_sm",
                 "gpu_max_warps_per_sm", "gpu_warp_size", "gpu_link_bandwidth_bps")
+#: what features.common.resident_ctas adds for every op family with a Triton config
+OCCUPANCY = ("smem_per_cta", "smem_share", "ctas_per_sm", "occupancy", "waves_resident", "wave_efficiency_resident",
+             "accumulators_per_thread", "accumulator_spill", "log_units_per_slot")
 PINNED = {
     "gemm": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                             "log_m", "log_n", "log_k", "batch", "elem_bytes", "out_bytes", "peak_flops", "block_m",
@@ -19,21 +22,20 @@ PINNED = {
                             "m_align", "m_mod128", "m_mod64", "n_align", "n_mod128", "n_mod64", "k_align", "k_mod128",
                             "k_mod64", "lda_align_log2_bytes", "ldb_align_log2_bytes", "ldc_align_log2_bytes",
                             "all_16b_aligned", "tiles_128x128", "waves_128x128", "tiles_64x64", "waves_128x256", "log_mn",
-                            "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle", "smem_per_cta", "smem_share",
-                            "ctas_per_sm", "occupancy", "waves_resident", "wave_efficiency_resident",
-                            "accumulators_per_thread", "accumulator_spill", "tile_intensity", "k_iterations_per_stage",
-                            "warp_tile", "log_tiles_per_slot"),
+                            "log_mk", "log_nk", "log2_floor_cycles", "bytes_per_cycle") + OCCUPANCY
+            + ("tile_intensity", "k_iterations_per_stage", "warp_tile"),
     "attention": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                                  "log_batch", "heads_q", "heads_kv", "gqa_ratio", "log_seq_q", "log_seq_kv",
                                  "head_dim", "causal", "elem_bytes", "peak_flops", "causal_fraction",
                                  "kv_bytes_share", "block_m", "block_n", "num_warps", "num_stages", "work_units", "waves",
-                                 "wave_efficiency", "kv_fits_l2", "log2_floor_cycles", "bytes_per_cycle"),
+                                 "wave_efficiency", "kv_fits_l2", "log2_floor_cycles", "bytes_per_cycle") + OCCUPANCY
+                + ("warp_tile",),
     "moe": GPU_FEATURES + ("flops", "bytes", "arithmetic_intensity", "compute_floor_us", "memory_floor_us",
                            "log_tokens", "hidden", "ffn", "experts", "top_k", "gated", "elem_bytes", "peak_flops",
                            "active_experts", "max_tokens_per_expert", "mean_tokens_per_expert", "load_imbalance",
                            "padding_overhead", "weight_bytes_share", "tiles", "waves", "wave_efficiency",
                            "block_m", "block_n", "block_k", "num_warps", "num_stages", "weights_fit_l2",
-                           "log2_floor_cycles", "bytes_per_cycle"),
+                           "log2_floor_cycles", "bytes_per_cycle") + OCCUPANCY + ("tile_intensity", "warp_tile"),
 }
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
@@ -58,7 +58,12 @@ def attention_flops(cols) -> np.ndarray:
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return clock_features(base)
+    bm, bn, d, warps = base["block_m"], base["block_n"], base["head_dim"], base["num_warps"]
+    # K and V tiles per stage plus the Q tile in shared memory; the O accumulator and the score tile in registers
+    smem = base["num_stages"] * 2 * bn * d * base["elem_bytes"] + bm * d * base["elem_bytes"]
+    return {**clock_features(base),
+            **resident_ctas(smem, (bm * d + bm * bn) / (32 * warps), warps, base["work_units"], base),
+            "warp_tile": bm * bn / warps}
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's

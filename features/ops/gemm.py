@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, ChoiceField, IntField, Rule, TritonConfig,
                                         canonical_dtype)
@@ -129,37 +129,15 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(base)}
 
 
-#: registers a thread holds besides its fp32 accumulators (addresses, loop state, operand fragments)
-BASE_REGISTERS = 40
-#: the most registers a thread can have; accumulators beyond spill to local memory
-MAX_REGISTERS = 255
-
-
 def occupancy_features(base) -> dict[str, np.ndarray]:
-    """How a Triton config sits on an SM: shared memory per CTA (stages of A and B tiles), fp32 accumulators per
-    thread, CTAs resident per SM (by shared memory, registers and warps) and the waves over those slots.
-
-    NaN where no config says what ran (the library's kernels). What they buy on fresh Triton configs is measured
-    in benchmarks/RESULTS.md."""
-    bm, bn, bk = base["block_m"], base["block_n"], base["block_k"]
-    warps, stages = base["num_warps"], base["num_stages"]
-    smem = stages * (bm * bk + bk * bn) * base["elem_bytes"]
-    acc = bm * bn / (32 * warps)
-    regs = np.minimum(acc + BASE_REGISTERS, MAX_REGISTERS)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
-        by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
-        by_warps = np.floor(base["gpu_max_warps_per_sm"] / warps)
-    ctas = np.clip(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0, None)
-    slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
-    waves = np.maximum(np.ceil(base["tiles"] / slots), 1)
-    return {"smem_per_cta": smem, "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"], "ctas_per_sm": ctas,
-            "occupancy": ctas * warps / base["gpu_max_warps_per_sm"], "waves_resident": waves,
-            "wave_efficiency_resident": base["tiles"] / (waves * slots), "accumulators_per_thread": acc,
-            "accumulator_spill": np.where(np.isnan(acc), np.nan, (acc + BASE_REGISTERS > MAX_REGISTERS).astype(float)),
+    """How a Triton config sits on an SM (``features.common.resident_ctas``): stages of A and B tiles in shared
+    memory, bm×bn fp32 accumulators over the warps; plus the tile's arithmetic intensity and K steps per stage.
+    NaN where no config says what ran (the library's kernels)."""
+    bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
+    smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]
+    return {**resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
             "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
-            "k_iterations_per_stage": base["k_iterations"] / stages, "warp_tile": bm * bn / warps,
-            "log_tiles_per_slot": np.log2(base["tiles"] / slots)}
+            "k_iterations_per_stage": base["k_iterations"] / base["num_stages"], "warp_tile": bm * bn / warps}
 
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from kernelcast.features.common import (clock_features, config_values, triton_configs, lookup, peak_per_row, per_backend,
+from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
                                         roofline_assumptions, roofline_latency, tile_waves)
 from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, Check, CustomField, IntField, Rule,
                                         TritonConfig, field_error, per_value)
@@ -145,7 +145,10 @@ def moe_flops(cols) -> np.ndarray:
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return clock_features(base)
+    bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
+    smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]       # the grouped GEMMs' A and B stages
+    return {**clock_features(base), **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
+            "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]), "warp_tile": bm * bn / warps}
 
 
 DISTRIBUTION_RE = re.compile(r"^(balanced|power_law_(\d+(\.\d+)?))$")
