@@ -1,14 +1,18 @@
-"""Measured-row parquet files: the schema, atomic append, reading, and the provenance of a row."""
+"""Measured-row parquet files: the schema, atomic locked append, per-writer files, reading, and provenance."""
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import fcntl
 import importlib.metadata
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -23,6 +27,9 @@ SCHEMA_VERSION = "1"
 SCHEMA_KEY = b"kernelcast.schema_version"
 NCU_PREFIX = "ncu__"
 _FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
+#: a writer's file: the shard tag, then ``w<writer token>p<part>`` (one writer per file, ever)
+_WRITER_RE = re.compile(r"^(?P<tag>s\d{3}of\d{3})w[0-9a-f]+p\d+$")
+ROLL_ROWS = 2048               # a writer starts a new file past this many rows (each flush rewrites one file)
 #: columns after the description, labels, ncu metrics and provenance
 #: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
 ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
@@ -71,15 +78,54 @@ def parse_dataset_filename(name: str) -> dict[str, str] | None:
     return match.groupdict() if match else None
 
 
+def shard_of(shard: str) -> str:
+    """The shard tag of a file's shard part: ``s000of002w1a2b3cp0`` (a writer's file) -> ``s000of002``."""
+    match = _WRITER_RE.match(shard)
+    return match["tag"] if match else shard
+
+
+class LockBusy(RuntimeError):
+    """Raised by ``file_lock(..., wait_s=...)`` when another process holds the lock past the wait."""
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, wait_s: float | None = None) -> Iterator[Path]:
+    """Hold an exclusive ``fcntl.flock`` on ``path`` (created if missing) for the block.
+
+    ``wait_s=None`` waits as long as it takes; otherwise ``LockBusy`` after ``wait_s`` seconds.
+    The kernel drops the lock when its holder dies, however it dies: no stale locks.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except OSError as exc:
+                if exc.errno == errno.ENOLCK:
+                    raise OSError(f"{path}: this filesystem refuses file locks (ENOLCK); write to a local "
+                                  "or lock-capable folder") from None
+                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                    raise LockBusy(f"{path} is held by another process") from None
+                time.sleep(0.05)
+        yield path
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temp path beside ``path``; on success fsync it and ``os.replace`` it onto ``path``.
 
-    On any failure the temp file is removed and ``path`` is left as it was.
+    On any failure the temp file is removed and ``path`` is left as it was. The temp name is
+    unique per call (pid, thread, random), so concurrent writers never share a temp file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         yield tmp
         with open(tmp, "rb+") as fh:
@@ -140,8 +186,15 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
     """Append rows of one op to ``path`` by an atomic rewrite (old + new); returns the row count.
 
     ``metadata`` keys (``kernelcast.<name>``) are stored in the file with the schema version.
+    Concurrent appenders to one file are serialized by a lock beside it (``.<name>.lock``), so
+    none loses another's rows; readers see the old file or the new one, never a half-written one.
     """
     path = Path(path)
+    with file_lock(path.with_name(f".{path.name}.lock")):
+        return _append_locked(path, op, rows, metadata)
+
+
+def _append_locked(path: Path, op: str, rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, str] | None) -> int:
     ncu = {k for r in rows for k in r if k.startswith(NCU_PREFIX)}
     old = pq.read_table(path) if path.exists() else None
     if old is not None:
@@ -160,6 +213,41 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
     table = pa.concat_tables(parts).replace_schema_metadata(meta)
     write_atomic(table, path)
     return table.num_rows
+
+
+class RowWriter:
+    """One writer's files: rows go to ``<out>/<op>/<source>_<gpu>_<date>_<tag>w<token>p<part>.parquet``.
+
+    No other process ever writes these files (the token is random per writer), so two runs of one
+    shard never clobber each other. Each ``write`` appends to the current file atomically; past
+    ``roll_rows`` rows a new part starts, so one flush costs at most one small file's rewrite.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, tag: str, metadata: Mapping[str, str] | None = None,
+                 roll_rows: int = ROLL_ROWS):
+        self.out_dir, self.tag, self.meta, self.roll_rows = Path(out_dir), tag, dict(metadata or {}), roll_rows
+        self.token = secrets.token_hex(3)
+        self.current: dict[tuple[str, str, str], tuple[Path, int]] = {}   # (op, source, gpu) -> (file, rows)
+        self.parts = 0
+        self.paths: list[Path] = []
+
+    def _path(self, op: str, source: str, gpu: str, adding: int) -> Path:
+        path, count = self.current.get((op, source, gpu), (None, 0))
+        if path is None or count + adding > self.roll_rows:
+            date = utc_now()[:10].replace("-", "")
+            path = self.out_dir / op / dataset_filename(source, gpu, date, f"{self.tag}w{self.token}p{self.parts}")
+            self.parts, count = self.parts + 1, 0
+            self.paths.append(path)
+        self.current[(op, source, gpu)] = (path, count + adding)
+        return path
+
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Persist rows now (each row names its ``op``, ``source`` and canonical ``gpu``)."""
+        groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault((row["op"], row["source"], row["gpu"]), []).append(row)
+        for (op, source, gpu), group in groups.items():
+            append_rows(self._path(op, source, gpu, len(group)), op, group, self.meta)
 
 
 def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
