@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
@@ -90,14 +89,14 @@ class LockBusy(RuntimeError):
 
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike, wait_s: float | None = None) -> Iterator[Path]:
-    """Hold an exclusive ``fcntl.flock`` on ``path`` (created if missing) for the block.
+    """Hold an exclusive ``fcntl.flock`` on ``path`` (a folder, or a file created if missing) for the block.
 
     ``wait_s=None`` waits as long as it takes; otherwise ``LockBusy`` after ``wait_s`` seconds.
     The kernel drops the lock when its holder dies, however it dies: no stale locks.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:
@@ -162,9 +161,21 @@ def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp)
 
 
+def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None) -> pa.Table:
+    """One parquet file through ONE open handle: a concurrent atomic replace cannot mix two versions."""
+    with open(path, "rb") as fh:
+        return pq.read_table(fh, columns=None if columns is None else list(columns))
+
+
+def read_schema(path: str | os.PathLike) -> pa.Schema:
+    """A parquet file's schema (with its metadata), through one open handle."""
+    with open(path, "rb") as fh:
+        return pq.read_schema(fh)
+
+
 def file_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The ``kernelcast.*`` key/values of a parquet file's metadata, decoded."""
-    meta = pq.read_schema(path).metadata or {}
+    meta = read_schema(path).metadata or {}
     return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"kernelcast.")}
 
 
@@ -186,17 +197,18 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
     """Append rows of one op to ``path`` by an atomic rewrite (old + new); returns the row count.
 
     ``metadata`` keys (``kernelcast.<name>``) are stored in the file with the schema version.
-    Concurrent appenders to one file are serialized by a lock beside it (``.<name>.lock``), so
-    none loses another's rows; readers see the old file or the new one, never a half-written one.
+    Concurrent appenders are serialized by a lock on the file's folder, so none loses another's
+    rows; readers see the old file or the new one, never a half-written one.
     """
     path = Path(path)
-    with file_lock(path.with_name(f".{path.name}.lock")):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path.parent):
         return _append_locked(path, op, rows, metadata)
 
 
 def _append_locked(path: Path, op: str, rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, str] | None) -> int:
     ncu = {k for r in rows for k in r if k.startswith(NCU_PREFIX)}
-    old = pq.read_table(path) if path.exists() else None
+    old = read_parquet(path) if path.exists() else None
     if old is not None:
         _check_existing(old, row_schema(op), path)
         ncu |= {n for n in old.column_names if n.startswith(NCU_PREFIX)}
@@ -265,12 +277,25 @@ def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def read_table(files: Sequence[str | os.PathLike], columns: Sequence[str] | None = None) -> pa.Table:
-    """Read parquet files together with ``pyarrow.dataset`` (schemas unified: ncu extras may differ)."""
-    files = [str(f) for f in files]
+    """Read parquet files together, schemas unified (ncu extras may differ; a column a file lacks is null there).
+
+    Each file is read through one open handle (``read_parquet``), so a file replaced meanwhile is
+    read whole, old or new.
+    """
     if not files:
         return pa.table({})
-    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f in files])
-    return pads.dataset(files, schema=schema, format="parquet").to_table(columns=None if columns is None else list(columns))
+    tables = []
+    for f in files:
+        names = read_schema(f).names
+        table = read_parquet(f, None if columns is None else [c for c in columns if c in names])
+        tables.append(table.replace_schema_metadata(None))
+    table = pa.concat_tables(tables, promote_options="permissive")
+    if columns is not None:
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            raise ValueError(f"column {missing[0]!r} is in none of the {len(files)} dataset files")
+        table = table.select(list(columns))
+    return table
 
 
 def read_dataset(root: str | os.PathLike, op: str | None = None):

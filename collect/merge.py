@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from kernelcast.collect.api import CACHE_STATES, STATUSES
 from kernelcast.collect.dataset import (append_rows, dataset_filename, parquet_files, parse_dataset_filename,
-                                        file_lock, read_table, shard_of)
+                                        file_lock, read_parquet, read_table, shard_of)
 from kernelcast.features.desc import from_row
 
 #: a row's identity in a dataset: first measured wins; re-measurements are told apart by time
@@ -59,7 +58,7 @@ def _existing_identities(datasets_root: Path, op: str) -> set[tuple]:
     if not files:
         return set()
     cols = list(DEDUP_COLUMNS) + ["repeat_of", "time"]
-    return {row_identity(r) for f in files for r in pq.read_table(f, columns=cols).to_pylist()}
+    return {row_identity(r) for f in files for r in read_parquet(f, cols).to_pylist()}
 
 
 def _target(datasets_root: Path, row: Mapping[str, Any], src: Path) -> Path:
@@ -83,14 +82,15 @@ def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.Path
     if not files:
         raise ValueError(f"merge inputs hold no parquet files: {[str(f) for f in shard_files]}")
     rows = _read_inputs(files, tags, allow_host_timers)
-    with file_lock(root / ".merge.lock"):          # two merges into one root: the second sees the first's rows
+    root.mkdir(parents=True, exist_ok=True)
+    with file_lock(root):                          # two merges into one root: the second sees the first's rows
         return _merge_locked(rows, files, root)
 
 
 def _read_inputs(files, tags, allow_host_timers: bool) -> list[tuple[dict, Path]]:
     rows = []
     for path in files:
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
+        for i, row in enumerate(read_parquet(path).to_pylist()):
             validate_row(row, path, i)
             if row.get("timer") in HOST_TIMERS and not allow_host_timers:
                 raise ValueError(f"{path}: row {i}: timer {row['timer']!r} times the host, not a GPU; such rows "

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from kernelcast.collect.api import CACHE_STATES, LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import (LockBusy, RowWriter, check_row, file_lock, file_metadata,
-                                        parse_dataset_filename, shard_of, utc_now)
+                                        parse_dataset_filename, read_parquet, shard_of, utc_now)
 from kernelcast.collect.plan import PlanEntry, load_plan, shard, shard_tag
 from kernelcast.collect.pool import WorkerPool
 from kernelcast.collect.worker import DEFAULT_TIMEOUT_S, Task, timer_spec
@@ -91,7 +90,7 @@ def measured_statuses(files: Iterable[Path]) -> dict[int, str]:
     """plan index -> status of the rows already in ``files`` (an ``ok`` row wins over a failure)."""
     out: dict[int, str] = {}
     for path in files:
-        cols = pq.read_table(path, columns=["plan_index", "status"]).to_pydict()
+        cols = read_parquet(path, ["plan_index", "status"]).to_pydict()
         for index, status in zip(cols["plan_index"], cols["status"]):
             if out.get(index) != "ok":
                 out[index] = status
