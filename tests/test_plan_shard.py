@@ -97,3 +97,32 @@ def test_cli_plan_from_a_real_sweep(tmp_path, capsys):
     assert {e.desc.key() for e in plan.entries} == originals
     assert result["count"] == len(plan.entries) == len(originals) + result["repeats"]
     assert plan.header["gpu"] == "h200_sxm" and plan.header["sweeps"] == ["smoke"]
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--timeout", "nan", "argument --timeout: must be a finite number >= 0 (seconds); got 'nan'"),
+    ("--timeout", "inf", "argument --timeout: must be a finite number >= 0 (seconds); got 'inf'"),
+    ("--timeout", "0", "argument --timeout: must be a finite number > 0 (seconds); got '0'"),
+    ("--timeout", str(2 ** 1024), "argument --timeout: must be a finite number >= 0 (seconds); got '1797693"),
+    ("--budget-s", "-1", "argument --budget-s: must be a finite number >= 0 (seconds); got '-1'"),
+    ("--limit", str(2 ** 1024), "argument --limit: must be an integer in [1, 1000000000]; got '1797693"),
+    ("--chunk", "0", "argument --chunk: must be an integer in [1, 1000000000]; got '0'"),
+    ("--timer", "gpu", "argument --timer: invalid choice: 'gpu'")])
+def test_cli_run_flags_out_of_range_are_one_line_errors(flag, value, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["collect", "run", "--plan", "p.jsonl", "--out", "o", flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err and len(err) < 2000
+
+
+def test_cli_missing_plan_and_tags_files_are_one_line_errors(tmp_path, capsys):
+    assert cli.main(["collect", "run", "--plan", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)]) == 2
+    assert f"--plan file '{tmp_path / 'none.jsonl'}' does not exist" in capsys.readouterr().err
+    assert cli.main(["collect", "status", "--plan", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "in").mkdir()
+    assert cli.main(["collect", "merge", "--in", str(tmp_path / "in"), "--tags", str(tmp_path / "t.json")]) == 2
+    assert f"--tags file '{tmp_path / 't.json'}' cannot be read: No such file or directory" in capsys.readouterr().err
+    (tmp_path / "t.json").write_text("[1, 2")
+    assert cli.main(["collect", "merge", "--in", str(tmp_path / "in"), "--tags", str(tmp_path / "t.json")]) == 2
+    assert "is not valid JSON" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def test_poisoned_configs_restart_the_worker_and_the_run_goes_on(tmp_path, monke
     monkeypatch.setenv("KC_FAKE_CALLS", str(tmp_path / "calls.txt"))
     plan = plan_file(tmp_path, list(range(1, 25)) + list(POISON))
     out = tmp_path / "out"
-    summary = run_shard(plan, 0, 1, out, cfg("measure", gpus=(0, 1), timeout_s=1.5, chunk=8))
+    summary = run_shard(plan, 0, 1, out, cfg("measure", gpus=(0, 1), timeout_s=1.0, chunk=4))
     got = rows(out)
     by_m = {}
     for r in got:
@@ -148,9 +148,9 @@ def test_cli_run_status_merge_json(tmp_path, capsys):
     assert {r["repeats"] for r in rows(out)} == {5}
     assert cli.main(["collect", "status", "--plan", str(plan), "--out", str(out)]) == 0
     assert "5 entries, 5 done, failed none, 0 missing" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exc:                 # synthetic rows never reach a datasets folder...
-        cli.main(["collect", "merge", "--in", str(out), "--datasets", str(tmp_path / "datasets")])
-    assert exc.value.code == 2 and "timer 'synthetic' times the host, not a GPU" in capsys.readouterr().err
+    # synthetic rows never reach a datasets folder...
+    assert cli.main(["collect", "merge", "--in", str(out), "--datasets", str(tmp_path / "datasets")]) == 2
+    assert "timer 'synthetic' times the host, not a GPU" in capsys.readouterr().err
     assert cli.main(["collect", "merge", "--in", str(out), "--datasets", str(tmp_path / "datasets"),
                      "--allow-host-timers", "--json"]) == 0      # ...unless asked, for a scratch one
     merged = json.loads(capsys.readouterr().out)
