@@ -33,6 +33,10 @@ ROLL_ROWS = 2048               # a writer starts a new file past this many rows 
 #: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
 ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
 
+#: op-specific columns after the common ones (collectives: what the NCCL job records per case)
+OP_EXTRA_COLUMNS = {"collective": {"host_loop_us": pa.float64(), "graph_calls": pa.int64(),
+                                   "nccl_model_us": pa.float64(), "nccl_algo": pa.string(), "nccl_proto": pa.string(),
+                                   "nccl_channels": pa.int64(), "topology": pa.string(), "nccl_env": pa.string()}}
 _LABEL_TYPES = {"latency_us": pa.float64(), "p10_us": pa.float64(), "p90_us": pa.float64(),
                 "repeats": pa.int64(), "kernel_count": pa.int64(), "sm_clock_hz": pa.float64()}
 _ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64(), "model": pa.string()}
@@ -54,6 +58,7 @@ def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
     fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]
     fields += [pa.field(n, pa.string()) for n in PROVENANCE_COLUMNS]
     fields += [pa.field(n, _ROW_ID_TYPES[n]) for n in ROW_ID_COLUMNS]
+    fields += [pa.field(n, t) for n, t in OP_EXTRA_COLUMNS.get(op, {}).items()]
     return pa.schema(fields)
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kernelcast.collect import nccl_job
+from kernelcast.collect import dataset, nccl_job
 from kernelcast.collect.workloads import collective as W
 
 FIX = Path(__file__).parent / "fixtures" / "nccl_tests"
@@ -76,7 +76,7 @@ def test_job_plan_repeats_each_dtype_block(tmp_path):
     assert len(originals) == 40 and len(repeats) == 4
     assert all(plan[p[2]][1] == p[1] for p in repeats)
     assert sorted(p[0] for p in plan) == list(range(44))
-    assert set(nccl_job.EXTRA_COLUMNS) <= set(nccl_job._schema().names)
+    assert list(nccl_job.EXTRA_COLUMNS) == dataset.row_schema("collective").names[-len(nccl_job.EXTRA_COLUMNS):]
 
 
 def test_measured_dataset_rows():
@@ -94,5 +94,5 @@ def test_measured_dataset_rows():
 @pytest.mark.skipif(_GPUS < 2, reason="needs 2 CUDA GPUs")
 def test_job_smoke_on_two_gpus(tmp_path):
     assert nccl_job.main(["--out", str(tmp_path), "--preset", "smoke", "--budget-s", "60", "--repeat-every", "0"]) == 0
-    rows = pq.read_table(next(tmp_path.glob("kernelcast_*.parquet"))).to_pandas()
+    rows = pq.read_table(next(tmp_path.glob("collective/kernelcast_*.parquet"))).to_pandas()
     assert len(rows) == 40 and (rows.status == "ok").all()
