@@ -28,7 +28,7 @@ NCU_PREFIX = "ncu__"
 _FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
 #: a writer's file: the shard tag, then ``w<writer token>p<part>`` (one writer per file, ever)
 _WRITER_RE = re.compile(r"^(?P<tag>s\d{3}of\d{3})w[0-9a-f]+p\d+$")
-ROLL_ROWS = 2048               # a writer starts a new file past this many rows (each flush rewrites one file)
+ROLL_ROWS = 1024               # a writer starts a new file past this many rows (each flush rewrites one file)
 #: columns after the description, labels, ncu metrics and provenance
 #: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
 ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
@@ -236,27 +236,29 @@ class RowWriter:
     """One writer's files: rows go to ``<out>/<op>/<source>_<gpu>_<date>_<tag>w<token>p<part>.parquet``.
 
     No other process ever writes these files (the token is random per writer), so two runs of one
-    shard never clobber each other. Each ``write`` appends to the current file atomically; past
-    ``roll_rows`` rows a new part starts, so one flush costs at most one small file's rewrite.
+    shard never clobber each other and no lock is needed. Each ``write`` rewrites the current part
+    atomically from the rows held in memory (no re-read); past ``roll_rows`` rows a new part
+    starts, so a flush costs at most one small file.
     """
 
     def __init__(self, out_dir: str | os.PathLike, tag: str, metadata: Mapping[str, str] | None = None,
                  roll_rows: int = ROLL_ROWS):
-        self.out_dir, self.tag, self.meta, self.roll_rows = Path(out_dir), tag, dict(metadata or {}), roll_rows
+        self.out_dir, self.tag, self.roll_rows = Path(out_dir), tag, roll_rows
+        self.meta = {**dict(metadata or {}), SCHEMA_KEY.decode(): SCHEMA_VERSION}
         self.token = secrets.token_hex(3)
-        self.current: dict[tuple[str, str, str], tuple[Path, int]] = {}   # (op, source, gpu) -> (file, rows)
+        self.current: dict[tuple[str, str, str], tuple[Path, list]] = {}   # (op, source, gpu) -> (file, rows)
         self.parts = 0
         self.paths: list[Path] = []
 
-    def _path(self, op: str, source: str, gpu: str, adding: int) -> Path:
-        path, count = self.current.get((op, source, gpu), (None, 0))
-        if path is None or count + adding > self.roll_rows:
+    def _part(self, op: str, source: str, gpu: str, adding: int) -> tuple[Path, list]:
+        path, held = self.current.get((op, source, gpu), (None, []))
+        if path is None or len(held) + adding > self.roll_rows:
             date = utc_now()[:10].replace("-", "")
             path = self.out_dir / op / dataset_filename(source, gpu, date, f"{self.tag}w{self.token}p{self.parts}")
-            self.parts, count = self.parts + 1, 0
+            self.parts, held = self.parts + 1, []
             self.paths.append(path)
-        self.current[(op, source, gpu)] = (path, count + adding)
-        return path
+            self.current[(op, source, gpu)] = (path, held)
+        return path, held
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Persist rows now (each row names its ``op``, ``source`` and canonical ``gpu``)."""
@@ -264,7 +266,11 @@ class RowWriter:
         for row in rows:
             groups.setdefault((row["op"], row["source"], row["gpu"]), []).append(row)
         for (op, source, gpu), group in groups.items():
-            append_rows(self._path(op, source, gpu, len(group)), op, group, self.meta)
+            path, held = self._part(op, source, gpu, len(group))
+            ncu = {k for r in held + group for k in r if k.startswith(NCU_PREFIX)}
+            table = table_from_rows(held + group, row_schema(op, ncu), str(path))
+            write_atomic(table.replace_schema_metadata(self.meta), path)
+            held.extend(group)
 
 
 def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:

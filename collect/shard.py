@@ -196,11 +196,13 @@ def _run_locked(plan, plan_path, shard_i: int, shard_n: int, out_dir: Path, conf
             tasks = (Task(e.index, e.desc.to_dict(), config.cache, config.repeats) for e in batch)
             for result in pool.imap(tasks, config.chunk, deadline):
                 rows = [_checked_row(by_index[t.index], r, config.cache) for t, r in result.pairs]
+                written = time.perf_counter()
                 writer.write(rows)
+                written = time.perf_counter() - written
                 ok = sum(r["status"] == "ok" for r in rows)
                 counts.update(r["status"] for r in rows)
                 _log(out_dir, {"timer": config.timer, "shard": tag, "gpu": result.gpu, "wall_s": result.wall_s,
-                               "configs": len(rows), "ok": ok, "chunk": config.chunk})
+                               "configs": len(rows), "ok": ok, "chunk": config.chunk, "write_s": round(written, 6)})
                 for event in pool.events:
                     _log(out_dir, {**event, "shard": tag})
                 pool.events.clear()
