@@ -126,3 +126,27 @@ def test_cli_missing_plan_and_tags_files_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "t.json").write_text("[1, 2")
     assert cli.main(["collect", "merge", "--in", str(tmp_path / "in"), "--tags", str(tmp_path / "t.json")]) == 2
     assert "is not valid JSON" in capsys.readouterr().err
+
+
+def test_tags_travel_in_the_plan_and_leave_untagged_plans_as_they_were(tmp_path):
+    plain = make_plan(descs(6), 0)
+    key = plain.entries[0].desc.key()
+    tagged = make_plan(descs(6), 0, tags={key: {"model": "qwen2_5_72b", "layer": "attn_qkv"}})
+    assert tagged.entries[0].tags == {"model": "qwen2_5_72b", "layer": "attn_qkv"}
+    assert [e.tags for e in tagged.entries if e.repeat_of == 0] in ([], [tagged.entries[0].tags])
+    assert "tags" not in plain.entries[0].to_dict() and plain.plan_id() != tagged.plan_id()
+    assert load_plan(save_plan(tagged, tmp_path / "t.jsonl")).entries == tagged.entries
+    lines = (tmp_path / "t.jsonl").read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["tags"] = ["model"]
+    (tmp_path / "t.jsonl").write_text("\n".join([lines[0], json.dumps(bad)] + lines[2:]) + "\n")
+    with pytest.raises(ValueError, match=r"t.jsonl:2: tags must be a JSON object; got \['model'\]"):
+        load_plan(tmp_path / "t.jsonl")
+
+
+def test_a_real_model_sweep_plan_carries_model_tags():
+    from kernelcast.collect.plan import build_plan
+
+    plan = build_plan(["gemm_cublas"], "H200", 0)
+    models = {e.tags.get("model") for e in plan.entries}
+    assert "llama3_8b" in models and all(e.tags == plan.entries[e.repeat_of].tags for e in plan.entries if e.repeat_of)
