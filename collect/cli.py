@@ -111,10 +111,10 @@ def _run(args: argparse.Namespace) -> int:
     config = RunConfig(gpus=tuple(args.gpus), timer=args.measure or args.timer, cache=args.cache,
                        repeats=args.repeats, chunk=args.chunk, timeout_s=args.timeout, warmup_s=args.warmup_s,
                        budget_s=args.budget_s, limit=args.limit, retry_failed=args.retry_failed,
-                       progress=not args.json)
+                       precompile_workers=args.precompile_workers, progress=not args.json)
     result = run_shard(args.plan, args.shard[0], args.shard[1], args.out, config)   # SIGTERM/Ctrl-C: flush, stop
     _emit(args, result, _run_text)
-    return 130 if result["interrupted"] else 0
+    return {None: 0, "SIGTERM": 143}.get(result["signal"], 130)
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -173,6 +173,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     r.add_argument("--budget-s", type=finite_float, default=None, help="start no chunk after this many seconds")
     r.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
     r.add_argument("--limit", type=positive_int, default=None, help="measure at most this many configs this run")
+    r.add_argument("--precompile-workers", type=int, default=0,
+                   help="compile the plan's Triton configs in this many processes meanwhile (the whole plan's)")
     r.set_defaults(func=_run)
     m = sub.add_parser("merge", help="validate and deduplicate shard files into datasets/<op>/, report noise")
     m.add_argument("--in", dest="inputs", nargs="+", required=True, help="shard output folders or parquet files")

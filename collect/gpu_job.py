@@ -42,7 +42,7 @@ def run_cupti(args, gpus: Sequence[str]) -> dict[str, Any]:
     config = RunConfig(gpus=tuple(int(g) for g in gpus), timer=args.timer, cache=args.cache, repeats=args.repeats,
                        chunk=args.chunk, timeout_s=args.timeout, warmup_s=args.warmup_s,
                        budget_s=max(0.0, args.deadline - time.time()), retry_failed=args.retry_failed,
-                       progress=not args.json)
+                       precompile_workers=args.precompile_workers, progress=not args.json)
     return run_shard(Path(args.out) / "plan.jsonl", 0, 1, args.out, config)
 
 
@@ -181,6 +181,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-s", type=finite_float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds")
     p.add_argument("--ncu-chunk", type=positive_int, default=NCU_CHUNK, help="descriptions per ncu process")
     p.add_argument("--no-cupti", action="store_true", help="skip the CUPTI sweep (e.g. an ncu-only call)")
+    p.add_argument("--precompile-workers", type=int, default=0,
+                   help="compile the plan's Triton configs in this many processes while the GPU measures (collect.precompile)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
 
@@ -222,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if run:
             print(f"measured {run['measured']} in {run['elapsed_s']} s, {run['left']} left, "
                   f"{run['restarts']} worker restarts{' (interrupted)' if run['interrupted'] else ''}")
-    return 130 if run and run["interrupted"] else 0
+    return {None: 0, "SIGTERM": 143}.get(run["signal"], 130) if run else 0
 
 
 if __name__ == "__main__":

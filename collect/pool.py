@@ -15,8 +15,8 @@ from collections import Counter, deque
 from multiprocessing.connection import wait
 from typing import Any, Iterable, Iterator, Sequence
 
-from kernelcast.collect.worker import (_OUTSIDE_EXITS, DEFAULT_TIMEOUT_S, FATAL_STRIKES, OUTSIDE_KILLS,
-                                       START_TIMEOUT_S, STOP_GRACE_S, TIMERS, ChunkResult, Task, _child,
+from kernelcast.collect.worker import (OUTSIDE_EXITS, DEFAULT_TIMEOUT_S, FATAL_STRIKES, OUTSIDE_KILLS,
+                                       START_TIMEOUT_S, STOP_GRACE_S, TIMERS, ChunkResult, Task, serve,
                                        timer_spec)
 from kernelcast.collect.api import LABEL_COLUMNS
 
@@ -31,7 +31,7 @@ class _Worker:
 
     def start(self) -> None:
         self.conn, child_conn = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_child, args=(child_conn, self.gpu, self.timer, self.warmup_s, os.getpid()),
+        self.proc = self.ctx.Process(target=serve, args=(child_conn, self.gpu, self.timer, self.warmup_s, os.getpid()),
                                      daemon=True, name=f"kernelcast-worker-gpu{self.gpu}")
         self.proc.start()
         child_conn.close()
@@ -142,10 +142,10 @@ class WorkerPool:
         w.proc.join(timeout=5)              # its pipe closes before it is reaped: wait for the exit code
         code = w.proc.exitcode
         self.events.append({"event": "worker_exit", "gpu": w.gpu, "state": state, "exit_code": code})
-        if state == "starting" and code not in _OUTSIDE_EXITS:
+        if state == "starting" and code not in OUTSIDE_EXITS:
             raise RuntimeError(f"{w.name()} exited during start-up (exit code {code})")
         pairs: list[tuple[Task, dict[str, Any]]] = []
-        if state == "busy" and code in _OUTSIDE_EXITS:
+        if state == "busy" and code in OUTSIDE_EXITS:
             self._killed_outside(tasks, code)
         elif state == "busy":
             pairs = self._crashed(w, tasks, f"worker process died (exit code {code}); restarted")

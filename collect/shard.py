@@ -13,6 +13,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -48,13 +49,14 @@ class RunConfig:
     budget_s: float | None = None         # start no chunk after this many seconds
     limit: int | None = None              # measure at most this many descriptions this run
     retry_failed: bool = False            # measure again what is recorded as failed (the failure row stays)
+    precompile_workers: int = 0           # compile the plan's Triton configs in this many processes meanwhile
     progress: bool = True                 # a progress bar on stderr
 
     def check(self) -> None:
         if self.cache not in CACHE_STATES:
             raise ValueError(f"cache must be one of {', '.join(CACHE_STATES)}; got {self.cache!r}")
         timer_spec(self.timer)
-        for name, lo in (("repeats", 1), ("chunk", 1), ("limit", 0)):
+        for name, lo in (("repeats", 1), ("chunk", 1), ("limit", 0), ("precompile_workers", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < lo):
                 raise ValueError(f"{name} must be an integer >= {lo}; got {value!r}")
@@ -171,7 +173,7 @@ def run_shard(plan_path: str | os.PathLike, shard_i: int, shard_n: int, out_dir:
                     print(f"shard {tag}: another run holds {lock}; waiting for it to end", file=sys.stderr)
                 waited = True
         return _summary(plan_path, plan.plan_id(), shard_i, shard_n, len(shard(plan, shard_i, shard_n)), 0, 0,
-                        Counter(), None, 0.0, [], True, config.timer)
+                        Counter(), None, 0.0, [], signals.received, config.timer)
 
 
 def _run_locked(plan, plan_path, shard_i: int, shard_n: int, out_dir: Path, config: RunConfig,
@@ -188,7 +190,12 @@ def _run_locked(plan, plan_path, shard_i: int, shard_n: int, out_dir: Path, conf
     deadline = None if config.budget_s is None else time.time() + config.budget_s
     bar = tqdm(total=len(batch), file=sys.stderr, disable=not config.progress, unit="cfg",
                desc=f"shard {shard_i}/{shard_n}")
+    precompile = None
     try:
+        if batch and config.precompile_workers > 0:   # fills TRITON_CACHE_DIR ahead of the measuring processes
+            precompile = subprocess.Popen([sys.executable, "-m", "kernelcast.collect.precompile", "--plan",
+                                           str(plan_path), "--workers", str(config.precompile_workers),
+                                           "--log", str(out_dir / "precompile.jsonl")])
         if batch:
             pool = signals.pool = WorkerPool(config.gpus, config.timer, config.timeout_s, config.warmup_s)
             if signals.received is not None:
@@ -208,16 +215,21 @@ def _run_locked(plan, plan_path, shard_i: int, shard_n: int, out_dir: Path, conf
                 pool.events.clear()
                 bar.update(len(rows))
                 bar.set_postfix(dict(counts), refresh=False)
+        for event in pool.events if pool else []:
+            _log(out_dir, {**event, "shard": tag})
     finally:
         bar.close()
         if pool is not None:
             pool.close()
+        if precompile is not None and signals.received is not None:
+            precompile.terminate()                       # stopped: no compiling on; otherwise it may finish
+            precompile.wait()
     return _summary(plan_path, plan_id, shard_i, shard_n, len(entries), len(done), len(todo), counts, pool,
-                    time.monotonic() - start, writer.paths, signals.received is not None, config.timer)
+                    time.monotonic() - start, writer.paths, signals.received, config.timer)
 
 
 def _summary(plan_path, plan_id: str, shard_i: int, shard_n: int, entries: int, done: int, todo: int,
-             counts: Counter, pool: WorkerPool | None, elapsed: float, files, interrupted: bool,
+             counts: Counter, pool: WorkerPool | None, elapsed: float, files, interrupted: int | None,
              timer: str) -> dict[str, Any]:
     measured = sum(counts.values())
     return {"plan": str(plan_path), "plan_id": plan_id, "shard": f"{shard_i}/{shard_n}", "timer": timer,
@@ -225,7 +237,8 @@ def _summary(plan_path, plan_id: str, shard_i: int, shard_n: int, entries: int, 
             "status_counts": dict(sorted(counts.items())), "restarts": pool.restarts if pool else 0,
             "abandoned": sorted(pool.abandoned) if pool else [], "elapsed_s": round(elapsed, 3),
             "rows_per_min": round(60 * measured / elapsed, 1) if elapsed > 0 else 0.0,
-            "files": [str(p) for p in sorted(set(files))], "interrupted": interrupted}
+            "files": [str(p) for p in sorted(set(files))], "interrupted": interrupted is not None,
+            "signal": signal.Signals(interrupted).name if interrupted else None}
 
 
 def plan_status(plan_path: str | os.PathLike, out_dir: str | os.PathLike) -> dict[str, Any]:

@@ -25,7 +25,7 @@ EXIT_STOPPED = 143             # a worker that stopped on SIGTERM
 #: error text of CUDA errors that poison the context: the process must go
 STICKY_CUDA_ERRORS = ("illegal memory access", "unspecified launch failure", "device-side assert",
                       "CUDA error: an illegal instruction", "misaligned address")
-_OUTSIDE_EXITS = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, EXIT_STOPPED}
+OUTSIDE_EXITS = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, EXIT_STOPPED}
 
 
 class Unsupported(Exception):
@@ -111,7 +111,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(EXIT_STOPPED)
 
 
-def _child(conn, gpu: int | None, timer: str, warmup_s: float, parent: int) -> None:
+def serve(conn, gpu: int | None, timer: str, warmup_s: float, parent: int) -> None:
     """The worker process: set the GPU, load the timer, warm up, then measure chunks until None or SIGTERM."""
     state = {"busy": False, "stop": False}
 

@@ -102,7 +102,7 @@ def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, max_kill
         proc.communicate()
         raise
     record.update(returncode=proc.returncode, rows_after=len(rows(out)))
-    if proc.returncode not in (0, 130, -signal.SIGKILL, -signal.SIGTERM):
+    if proc.returncode not in (0, 130, 143, -signal.SIGKILL, -signal.SIGTERM):
         record["stderr"] = err[-3000:]
     return record
 
