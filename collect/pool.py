@@ -39,7 +39,10 @@ class _Worker:
         self.state, self.deadline, self.sent_at = "starting", time.monotonic() + START_TIMEOUT_S, 0.0
 
     def send(self, tasks: list[Task], timeout_s: float) -> None:
-        self.conn.send(tasks)
+        try:
+            self.conn.send(tasks)
+        except OSError:                  # it died since the last poll: the next poll sees it, tasks and all
+            pass
         self.tasks, self.state, self.sent_at = tasks, "busy", time.monotonic()
         self.deadline = self.sent_at + timeout_s * len(tasks)
 
