@@ -49,8 +49,9 @@ def _desc_type(op: str, name: str) -> pa.DataType:
     return {"int": pa.int64(), "bool": pa.bool_()}.get(str(annotation), pa.string())
 
 
-def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
-    """The arrow schema of one op family's rows; ``ncu__`` metric columns are float64, sorted."""
+def row_schema(op: str, ncu_columns: Iterable[str] = (), extra_columns: Iterable[str] = ()) -> pa.Schema:
+    """The arrow schema of one op family's rows; optional columns last: ``ncu__`` metrics (float64,
+    sorted), then the op's own ``OP_EXTRA_COLUMNS`` named in ``extra_columns`` (in their order)."""
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
     fields = [pa.field(n, _desc_type(op, n)) for n in op_fields(op)]
@@ -58,13 +59,21 @@ def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
     fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]
     fields += [pa.field(n, pa.string()) for n in PROVENANCE_COLUMNS]
     fields += [pa.field(n, _ROW_ID_TYPES[n]) for n in ROW_ID_COLUMNS]
-    fields += [pa.field(n, t) for n, t in OP_EXTRA_COLUMNS.get(op, {}).items()]
+    extra = set(extra_columns)
+    fields += [pa.field(n, t) for n, t in OP_EXTRA_COLUMNS.get(op, {}).items() if n in extra]
     return pa.schema(fields)
 
 
+def optional_columns(op: str, names: Iterable[str]) -> tuple[set[str], set[str]]:
+    """(ncu metric columns, the op's extra columns) among ``names``."""
+    names = set(names)
+    return {n for n in names if n.startswith(NCU_PREFIX)}, names & set(OP_EXTRA_COLUMNS.get(op, {}))
+
+
 def base_columns(names: Iterable[str]) -> list[str]:
-    """Column names without the optional ``ncu__`` extras (what must match on append)."""
-    return [n for n in names if not n.startswith(NCU_PREFIX)]
+    """Column names without the optional ones (``ncu__`` extras, op extras): what must match on append."""
+    extras = {n for cols in OP_EXTRA_COLUMNS.values() for n in cols}
+    return [n for n in names if not n.startswith(NCU_PREFIX) and n not in extras]
 
 
 def utc_now() -> str:
@@ -157,7 +166,7 @@ def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema, where:
 
 def check_row(op: str, row: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` when one row does not fit ``op``'s schema (unknown column, wrong type)."""
-    table_from_rows([row], row_schema(op, [k for k in row if k.startswith(NCU_PREFIX)]))
+    table_from_rows([row], row_schema(op, *optional_columns(op, row)))
 
 
 def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
@@ -212,12 +221,13 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
 
 
 def _append_locked(path: Path, op: str, rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, str] | None) -> int:
-    ncu = {k for r in rows for k in r if k.startswith(NCU_PREFIX)}
+    ncu, extra = optional_columns(op, {k for r in rows for k in r})
     old = read_parquet(path) if path.exists() else None
     if old is not None:
         _check_existing(old, row_schema(op), path)
-        ncu |= {n for n in old.column_names if n.startswith(NCU_PREFIX)}
-    schema = row_schema(op, ncu)
+        old_ncu, old_extra = optional_columns(op, old.column_names)
+        ncu, extra = ncu | old_ncu, extra | old_extra
+    schema = row_schema(op, ncu, extra)
     parts = [table_from_rows(rows, schema, str(path))]
     if old is not None:
         nulls = {n: pa.nulls(old.num_rows, schema.field(n).type) for n in schema.names if n not in old.column_names}
@@ -267,8 +277,8 @@ class RowWriter:
             groups.setdefault((row["op"], row["source"], row["gpu"]), []).append(row)
         for (op, source, gpu), group in groups.items():
             path, held = self._part(op, source, gpu, len(group))
-            ncu = {k for r in held + group for k in r if k.startswith(NCU_PREFIX)}
-            table = table_from_rows(held + group, row_schema(op, ncu), str(path))
+            schema = row_schema(op, *optional_columns(op, {k for r in held + group for k in r}))
+            table = table_from_rows(held + group, schema, str(path))
             write_atomic(table.replace_schema_metadata(self.meta), path)
             held.extend(group)
 

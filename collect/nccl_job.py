@@ -172,7 +172,7 @@ def _annotate_from_logs(cfg: JobConfig, world: int) -> dict:
         for r in rows:
             algo, proto, channels = chosen.get((r["collective"], r["bytes"]), (None, None, None))
             r.update(nccl_algo=algo, nccl_proto=proto, nccl_channels=channels)
-        table = dataset.table_from_rows(rows, dataset.row_schema("collective"), str(path))
+        table = dataset.table_from_rows(rows, dataset.row_schema("collective", extra_columns=EXTRA_COLUMNS), str(path))
         with dataset.file_lock(path.parent):
             dataset.write_atomic(table.replace_schema_metadata(meta), path)
     return {"tuning_lines": len(chosen), "nccl_tuning_table": table_lines[:80]}
