@@ -159,7 +159,7 @@ def _print_table(rows: list[dict], file=sys.stdout) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from kernelcast.collect.cli import finite_float, gpus_arg, positive_int
+    from kernelcast.collect.cli import finite_float, gpus_arg, positive_int, positive_seconds
     from kernelcast.collect.shard import DEFAULT_CHUNK
     from kernelcast.collect.worker import DEFAULT_TIMEOUT_S, TIMERS
 
@@ -174,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default="cold", choices=("cold", "warm"))
     p.add_argument("--repeats", type=positive_int, default=None, help="timed calls per config (default: the timer's)")
     p.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK, help="configs per measuring call")
-    p.add_argument("--timeout", type=finite_float, default=DEFAULT_TIMEOUT_S, help="seconds per config before a restart")
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds per config before a restart")
     p.add_argument("--warmup-s", type=finite_float, default=3.0)
     p.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
     p.add_argument("--ncu-count", type=int, default=0, help="plan entries also profiled with ncu")

@@ -151,6 +151,13 @@ def _log(out_dir: Path, record: dict[str, Any]) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
+def _log_events(out_dir: Path, pool: WorkerPool, tag: str) -> None:
+    """The pool's events so far (warm-ups, worker exits, abandoned configs) into the timing log."""
+    for event in pool.events:
+        _log(out_dir, {**event, "shard": tag})
+    pool.events.clear()
+
+
 def run_shard(plan_path: str | os.PathLike, shard_i: int, shard_n: int, out_dir: str | os.PathLike,
               config: RunConfig = RunConfig()) -> dict[str, Any]:
     """Measure the entries of shard ``shard_i/shard_n`` not yet in ``out_dir``; return a summary.
@@ -210,13 +217,10 @@ def _run_locked(plan, plan_path, shard_i: int, shard_n: int, out_dir: Path, conf
                 counts.update(r["status"] for r in rows)
                 _log(out_dir, {"timer": config.timer, "shard": tag, "gpu": result.gpu, "wall_s": result.wall_s,
                                "configs": len(rows), "ok": ok, "chunk": config.chunk, "write_s": round(written, 6)})
-                for event in pool.events:
-                    _log(out_dir, {**event, "shard": tag})
-                pool.events.clear()
+                _log_events(out_dir, pool, tag)
                 bar.update(len(rows))
                 bar.set_postfix(dict(counts), refresh=False)
-        for event in pool.events if pool else []:
-            _log(out_dir, {**event, "shard": tag})
+            _log_events(out_dir, pool, tag)
     finally:
         bar.close()
         if pool is not None:
