@@ -1,7 +1,7 @@
 """Kill a real `collect run` (cpu timer: real torch CPU GEMMs) at random points, resume, compare with a clean run.
 
 Each trial starts the runner as a subprocess, waits a random time, sends SIGKILL or SIGTERM to the
-parent or to one of its worker processes (a worker hit is followed by a second kill, of the
+parent or to one of its worker processes (worker kills first: the runner restarts them; then the
 parent); a last run finishes the plan. ``python tests/kill_trials.py N SEED`` prints the trials.
 """
 from __future__ import annotations
@@ -16,13 +16,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "fp32", "backend": "cublas", "n": 160, "k": 160}
 REPO = Path(__file__).resolve().parent.parent
 
 
-def write_plan(path: Path, count: int = 100) -> Path:
+def write_plan(path: Path, count: int = 180) -> Path:
     from kernelcast.collect.plan import make_plan, save_plan
 
     return save_plan(make_plan([{**GEMM, "m": 100 + m} for m in range(count)], seed=0), path)
@@ -52,8 +50,11 @@ def children(pid: int) -> list[int]:
 
 
 def rows(out: Path) -> list[dict]:
+    """The rows in ``out`` now (read while a runner may be replacing a file: one handle per file)."""
+    from kernelcast.collect.dataset import read_parquet
+
     return [r for f in sorted(out.glob("*/*.parquet")) for r in
-            pq.read_table(f, columns=["plan_index", "desc_key", "status", "latency_us"]).to_pylist()]
+            read_parquet(f, ["plan_index", "desc_key", "status", "latency_us"]).to_pylist()]
 
 
 def _calls_logged(log: Path) -> int:
@@ -74,11 +75,21 @@ def _kill(pid: int, sig: int) -> bool:
         return False
 
 
-def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, max_kills: int = 4) -> dict:
-    """One runner, killed at random points: workers (it restarts them) until the parent is hit or it ends."""
+def _workers(proc: subprocess.Popen, wait_s: float = 5.0) -> list[int]:
+    end = time.monotonic() + wait_s
+    while proc.poll() is None and time.monotonic() < end:
+        pids = children(proc.pid)
+        if pids:
+            return pids
+        time.sleep(0.05)
+    return []
+
+
+def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, kills: list[tuple[str, int]]) -> dict:
+    """One runner, killed at random points as ``kills`` says ((target, signal), ...), the parent last."""
     proc = subprocess.Popen(command(plan, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     record = {"kills": [], "rows_before": len(rows(out))}
-    for k in range(max_kills):
+    for target, sig in kills:
         if rng.random() < 0.3:                   # anywhere, start-up included
             time.sleep(rng.uniform(0.1, max_wait_s))
         else:                                    # while it measures: after its next measuring call is logged
@@ -86,15 +97,10 @@ def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, max_kill
             time.sleep(rng.uniform(0.0, 0.4))
         if proc.poll() is not None:
             break
-        target = "parent" if k == max_kills - 1 or rng.random() < 0.35 else "worker"
-        pids = children(proc.pid) if target == "worker" else []
-        pid = rng.choice(pids) if pids else proc.pid
-        sig = rng.choice([signal.SIGKILL, signal.SIGTERM])
-        hit = _kill(pid, sig)
-        record["kills"].append({"target": "worker" if pids else "parent", "signal": sig.name, "hit": hit,
+        pids = _workers(proc) if target == "worker" else [proc.pid]
+        hit = bool(pids) and _kill(rng.choice(pids), sig)
+        record["kills"].append({"target": target, "signal": signal.Signals(sig).name, "hit": hit,
                                 "at_rows": len(rows(out))})
-        if not pids:
-            break
     try:
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -105,6 +111,13 @@ def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, max_kill
     if proc.returncode not in (0, 130, 143, -signal.SIGKILL, -signal.SIGTERM):
         record["stderr"] = err[-3000:]
     return record
+
+
+def kill_schedule(i: int, rng: random.Random) -> list[tuple[str, int]]:
+    """Trial ``i``'s kills: 0-3 workers, then the parent; signals rotate so 4 trials cover every pair."""
+    sigs = (signal.SIGKILL, signal.SIGTERM)
+    workers = [("worker", sigs[(i + k) % 2]) for k in range(1 if i < 4 else rng.randint(0, 3))]
+    return workers + [("parent", sigs[(i // 2) % 2])]
 
 
 def finish(plan: Path, out: Path) -> dict:
@@ -135,7 +148,7 @@ def run_trials(tmp: Path, count: int, seed: int, max_wait_s: float = 2.0, clean_
     (a real one when ``clean_run``, else what a clean run writes: each entry once, ok)."""
     plan = write_plan(tmp / "plan.jsonl")
     rng, out = random.Random(seed), tmp / "killed"
-    trials = [trial(plan, out, rng, max_wait_s) for _ in range(count)]
+    trials = [trial(plan, out, rng, max_wait_s, kill_schedule(i, rng)) for i in range(count)]
     last = finish(plan, out)
     if clean_run:
         finish(plan, tmp / "clean")

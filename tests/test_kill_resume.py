@@ -21,15 +21,15 @@ TESTS = Path(__file__).resolve().parent
 
 @pytest.mark.slow
 def test_killed_runs_resume_to_exactly_one_clean_run(tmp_path):
-    result = kill_trials.run_trials(tmp_path, count=5, seed=20261201)
+    result = kill_trials.run_trials(tmp_path, count=4, seed=20261201)
     kills = [k for t in result["trials"] for k in t["kills"] if k["hit"]]
     assert {(k["target"], k["signal"]) for k in kills} == {(t, s) for t in ("parent", "worker")
                                                            for s in ("SIGKILL", "SIGTERM")}
     assert [t.get("stderr") for t in result["trials"]] == [None] * len(result["trials"])  # no crash, only kills
     assert result["missing"] == [] and result["duplicated"] == [] and result["unexpected"] == []
-    assert result["rows"] == result["clean_rows"] == 110
+    assert result["rows"] == result["clean_rows"] == 198
     statuses = Counter(r["status"] for r in kill_trials.rows(tmp_path / "killed"))
-    assert statuses == {"ok": 110}                                   # no false cuda_fatal from an outside kill
+    assert statuses == {"ok": 198}                                   # no false cuda_fatal from an outside kill
 
 
 def test_two_runs_of_one_shard_at_once_measure_each_config_once(tmp_path):
