@@ -1,19 +1,22 @@
-"""Measured-row parquet files: the schema, atomic append, reading, and the provenance of a row."""
+"""Measured-row parquet files: the schema, atomic locked append, per-writer files, reading, and provenance."""
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import fcntl
 import importlib.metadata
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
@@ -24,10 +27,17 @@ SCHEMA_VERSION = "1"
 SCHEMA_KEY = b"kernelcast.schema_version"
 NCU_PREFIX = "ncu__"
 _FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
+#: a writer's file: the shard tag, then ``w<writer token>p<part>`` (one writer per file, ever)
+_WRITER_RE = re.compile(r"^(?P<tag>s\d{3}of\d{3})w[0-9a-f]+p\d+$")
+ROLL_ROWS = 1024               # a writer starts a new file past this many rows (each flush rewrites one file)
 #: columns after the description, labels, ncu metrics and provenance
 #: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
 ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
 
+#: op-specific columns after the common ones (collectives: what the NCCL job records per case)
+OP_EXTRA_COLUMNS = {"collective": {"host_loop_us": pa.float64(), "graph_calls": pa.int64(),
+                                   "nccl_model_us": pa.float64(), "nccl_algo": pa.string(), "nccl_proto": pa.string(),
+                                   "nccl_channels": pa.int64(), "topology": pa.string(), "nccl_env": pa.string()}}
 _LABEL_TYPES = {"latency_us": pa.float64(), "p10_us": pa.float64(), "p90_us": pa.float64(),
                 "repeats": pa.int64(), "kernel_count": pa.int64(), "sm_clock_hz": pa.float64()}
 _ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64(), "model": pa.string()}
@@ -40,20 +50,30 @@ def _desc_type(op: str, name: str) -> pa.DataType:
     return {int: pa.int64(), bool: pa.bool_()}.get(kind, pa.string())
 
 
-def row_schema(op: str, ncu_columns: Iterable[str] = ()) -> pa.Schema:
-    """The arrow schema of one op family's rows; ``ncu__`` metric columns are float64, sorted."""
+def row_schema(op: str, ncu_columns: Iterable[str] = (), extra_columns: Iterable[str] = ()) -> pa.Schema:
+    """The arrow schema of one op family's rows; optional columns last: ``ncu__`` metrics (float64,
+    sorted), then the op's own ``OP_EXTRA_COLUMNS`` named in ``extra_columns`` (in their order)."""
     get_op(op)                                    # an unknown op names the known ones
     fields = [pa.field(n, _desc_type(op, n)) for n in op_fields(op)]
     fields += [pa.field(n, _LABEL_TYPES.get(n, pa.string())) for n in LABEL_COLUMNS]
     fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]
     fields += [pa.field(n, pa.string()) for n in PROVENANCE_COLUMNS]
     fields += [pa.field(n, _ROW_ID_TYPES[n]) for n in ROW_ID_COLUMNS]
+    extra = set(extra_columns)
+    fields += [pa.field(n, t) for n, t in OP_EXTRA_COLUMNS.get(op, {}).items() if n in extra]
     return pa.schema(fields)
 
 
+def optional_columns(op: str, names: Iterable[str]) -> tuple[set[str], set[str]]:
+    """(ncu metric columns, the op's extra columns) among ``names``."""
+    names = set(names)
+    return {n for n in names if n.startswith(NCU_PREFIX)}, names & set(OP_EXTRA_COLUMNS.get(op, {}))
+
+
 def base_columns(names: Iterable[str]) -> list[str]:
-    """Column names without the optional ``ncu__`` extras (what must match on append)."""
-    return [n for n in names if not n.startswith(NCU_PREFIX)]
+    """Column names without the optional ones (``ncu__`` extras, op extras): what must match on append."""
+    extras = {n for cols in OP_EXTRA_COLUMNS.values() for n in cols}
+    return [n for n in names if not n.startswith(NCU_PREFIX) and n not in extras]
 
 
 def utc_now() -> str:
@@ -71,15 +91,54 @@ def parse_dataset_filename(name: str) -> dict[str, str] | None:
     return match.groupdict() if match else None
 
 
+def shard_of(shard: str) -> str:
+    """The shard tag of a file's shard part: ``s000of002w1a2b3cp0`` (a writer's file) -> ``s000of002``."""
+    match = _WRITER_RE.match(shard)
+    return match["tag"] if match else shard
+
+
+class LockBusy(RuntimeError):
+    """Raised by ``file_lock(..., wait_s=...)`` when another process holds the lock past the wait."""
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, wait_s: float | None = None) -> Iterator[Path]:
+    """Hold an exclusive ``fcntl.flock`` on ``path`` (a folder, or a file created if missing) for the block.
+
+    ``wait_s=None`` waits as long as it takes; otherwise ``LockBusy`` after ``wait_s`` seconds.
+    The kernel drops the lock when its holder dies, however it dies: no stale locks.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except OSError as exc:
+                if exc.errno == errno.ENOLCK:
+                    raise OSError(f"{path}: this filesystem refuses file locks (ENOLCK); write to a local "
+                                  "or lock-capable folder") from None
+                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                    raise LockBusy(f"{path} is held by another process") from None
+                time.sleep(0.05)
+        yield path
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temp path beside ``path``; on success fsync it and ``os.replace`` it onto ``path``.
 
-    On any failure the temp file is removed and ``path`` is left as it was.
+    On any failure the temp file is removed and ``path`` is left as it was. The temp name is
+    unique per call (pid, thread, random), so concurrent writers never share a temp file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         yield tmp
         with open(tmp, "rb+") as fh:
@@ -107,7 +166,7 @@ def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema, where:
 
 def check_row(op: str, row: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` when one row does not fit ``op``'s schema (unknown column, wrong type)."""
-    table_from_rows([row], row_schema(op, [k for k in row if k.startswith(NCU_PREFIX)]))
+    table_from_rows([row], row_schema(op, *optional_columns(op, row)))
 
 
 def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
@@ -116,9 +175,21 @@ def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp)
 
 
+def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None) -> pa.Table:
+    """One parquet file through ONE open handle: a concurrent atomic replace cannot mix two versions."""
+    with open(path, "rb") as fh:
+        return pq.read_table(fh, columns=None if columns is None else list(columns))
+
+
+def read_schema(path: str | os.PathLike) -> pa.Schema:
+    """A parquet file's schema (with its metadata), through one open handle."""
+    with open(path, "rb") as fh:
+        return pq.read_schema(fh)
+
+
 def file_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The ``kernelcast.*`` key/values of a parquet file's metadata, decoded."""
-    meta = pq.read_schema(path).metadata or {}
+    meta = read_schema(path).metadata or {}
     return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"kernelcast.")}
 
 
@@ -140,14 +211,23 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
     """Append rows of one op to ``path`` by an atomic rewrite (old + new); returns the row count.
 
     ``metadata`` keys (``kernelcast.<name>``) are stored in the file with the schema version.
+    Concurrent appenders are serialized by a lock on the file's folder, so none loses another's
+    rows; readers see the old file or the new one, never a half-written one.
     """
     path = Path(path)
-    ncu = {k for r in rows for k in r if k.startswith(NCU_PREFIX)}
-    old = pq.read_table(path) if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path.parent):
+        return _append_locked(path, op, rows, metadata)
+
+
+def _append_locked(path: Path, op: str, rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, str] | None) -> int:
+    ncu, extra = optional_columns(op, {k for r in rows for k in r})
+    old = read_parquet(path) if path.exists() else None
     if old is not None:
         _check_existing(old, row_schema(op), path)
-        ncu |= {n for n in old.column_names if n.startswith(NCU_PREFIX)}
-    schema = row_schema(op, ncu)
+        old_ncu, old_extra = optional_columns(op, old.column_names)
+        ncu, extra = ncu | old_ncu, extra | old_extra
+    schema = row_schema(op, ncu, extra)
     parts = [table_from_rows(rows, schema, str(path))]
     if old is not None:
         nulls = {n: pa.nulls(old.num_rows, schema.field(n).type) for n in schema.names if n not in old.column_names}
@@ -160,6 +240,47 @@ def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, An
     table = pa.concat_tables(parts).replace_schema_metadata(meta)
     write_atomic(table, path)
     return table.num_rows
+
+
+class RowWriter:
+    """One writer's files: rows go to ``<out>/<op>/<source>_<gpu>_<date>_<tag>w<token>p<part>.parquet``.
+
+    No other process ever writes these files (the token is random per writer), so two runs of one
+    shard never clobber each other and no lock is needed. Each ``write`` rewrites the current part
+    atomically from the rows held in memory (no re-read); past ``roll_rows`` rows a new part
+    starts, so a flush costs at most one small file.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, tag: str, metadata: Mapping[str, str] | None = None,
+                 roll_rows: int = ROLL_ROWS):
+        self.out_dir, self.tag, self.roll_rows = Path(out_dir), tag, roll_rows
+        self.meta = {**dict(metadata or {}), SCHEMA_KEY.decode(): SCHEMA_VERSION}
+        self.token = secrets.token_hex(3)
+        self.current: dict[tuple[str, str, str], tuple[Path, list]] = {}   # (op, source, gpu) -> (file, rows)
+        self.parts = 0
+        self.paths: list[Path] = []
+
+    def _part(self, op: str, source: str, gpu: str, adding: int) -> tuple[Path, list]:
+        path, held = self.current.get((op, source, gpu), (None, []))
+        if path is None or len(held) + adding > self.roll_rows:
+            date = utc_now()[:10].replace("-", "")
+            path = self.out_dir / op / dataset_filename(source, gpu, date, f"{self.tag}w{self.token}p{self.parts}")
+            self.parts, held = self.parts + 1, []
+            self.paths.append(path)
+            self.current[(op, source, gpu)] = (path, held)
+        return path, held
+
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Persist rows now (each row names its ``op``, ``source`` and canonical ``gpu``)."""
+        groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault((row["op"], row["source"], row["gpu"]), []).append(row)
+        for (op, source, gpu), group in groups.items():
+            path, held = self._part(op, source, gpu, len(group))
+            schema = row_schema(op, *optional_columns(op, {k for r in held + group for k in r}))
+            table = table_from_rows(held + group, schema, str(path))
+            write_atomic(table.replace_schema_metadata(self.meta), path)
+            held.extend(group)
 
 
 def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
@@ -177,12 +298,25 @@ def parquet_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def read_table(files: Sequence[str | os.PathLike], columns: Sequence[str] | None = None) -> pa.Table:
-    """Read parquet files together with ``pyarrow.dataset`` (schemas unified: ncu extras may differ)."""
-    files = [str(f) for f in files]
+    """Read parquet files together, schemas unified (ncu extras may differ; a column a file lacks is null there).
+
+    Each file is read through one open handle (``read_parquet``), so a file replaced meanwhile is
+    read whole, old or new.
+    """
     if not files:
         return pa.table({})
-    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f in files])
-    return pads.dataset(files, schema=schema, format="parquet").to_table(columns=None if columns is None else list(columns))
+    tables = []
+    for f in files:
+        names = read_schema(f).names
+        table = read_parquet(f, None if columns is None else [c for c in columns if c in names])
+        tables.append(table.replace_schema_metadata(None))
+    table = pa.concat_tables(tables, promote_options="permissive")
+    if columns is not None:
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            raise ValueError(f"column {missing[0]!r} is in none of the {len(files)} dataset files")
+        table = table.select(list(columns))
+    return table
 
 
 def read_dataset(root: str | os.PathLike, op: str | None = None):

@@ -1,64 +1,24 @@
-"""The GPU job: warm up, measure a plan over the given GPUs (one process each, restarted on a crash), run an ncu batch, write parquet + logs.
+"""The local GPU job: a plan over this host's GPUs through the one runner, then an ncu batch; parquet + logs.
 
     python3 -m kernelcast.collect.gpu_job --sweeps gemm_cublas,gemm_triton,attention,moe \
         --out DIR --gpus 0,1 --budget-s 480          # rerun with the same --out to resume
     python3 -m kernelcast.collect.gpu_job --out DIR --gpus 0,1 --no-cupti --ncu-count 1000
 
-Resumable: rows already in ``OUT/<op>/*.parquet`` for this plan are skipped; a batch that
-kills its process is re-run one description at a time, and a description that kills it
-alone is recorded ``cuda_fatal``. ``OUT/timing.jsonl`` records wall seconds per batch and timer.
+The CUPTI pass is ``shard.run_shard`` on shard 0/1 with one worker per GPU: the same code as
+``kernelcast collect run --plan P --shard i/N`` (resume, crash attribution, SIGTERM, locking).
+``OUT/timing.jsonl`` records wall seconds per measuring call and timer.
 """
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
-import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-SOURCE = "kernelcast"
-CHUNK = 100                  # descriptions per profiler session
-MAX_RESTARTS = 20
-
-
-def _out_file(out: Path, op: str, timer: str, gpu: str, tag: str) -> Path:
-    from kernelcast.collect.dataset import dataset_filename, utc_now
-
-    return out / op / dataset_filename(f"{SOURCE}-{timer}", gpu, utc_now()[:10].replace("-", ""), tag)
-
-
-def _done_indices(out: Path, timer: str, tag: str) -> set[int]:
-    import pyarrow.parquet as pq
-
-    done: set[int] = set()
-    for path in out.glob(f"*/{SOURCE}-{timer}_*_{tag}.parquet"):
-        done |= set(pq.read_table(path, columns=["plan_index"]).column(0).to_pylist())
-    return done
-
-
-def _write(out: Path, entries, rows, prov: dict, timer: str, tag: str) -> None:
-    from kernelcast.collect.dataset import append_rows
-
-    by_op: dict[str, list[dict]] = {}
-    for e, row in zip(entries, rows):
-        key = e.desc.key()
-        full = {**e.desc.to_row(), **row, **prov, "desc_key": key, "plan_index": e.index, "repeat_of": e.repeat_of,
-                "model": _tags(out).get(key, {}).get("model")}
-        by_op.setdefault(e.desc.op, []).append(full)
-    for op, op_rows in by_op.items():
-        append_rows(_out_file(out, op, timer, op_rows[0]["gpu"], tag), op, op_rows)
-
-
-@functools.cache
-def _tags(out: Path) -> dict:
-    """desc_key -> sweep tags (model, tp, layer) written beside the plan."""
-    path = out / "tags.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+NCU_OUT = "ncu"               # the ncu pass writes under OUT/ncu/<op>/ (its rows share plan indices with CUPTI's)
 
 
 def _log(out: Path, record: dict) -> None:
@@ -66,84 +26,24 @@ def _log(out: Path, record: dict) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
-def _measure_chunk(out: Path, entries, args, prov: dict, tag: str, inflight: Path) -> None:
-    from kernelcast.collect.measure import measure_many
+def _done_ncu(out: Path) -> set[int]:
+    """Plan indices already profiled by the ncu pass (its files under ``OUT/ncu/``)."""
+    from kernelcast.collect.dataset import parquet_files, read_table
 
-    inflight.write_text(json.dumps([e.index for e in entries]))
-    start = time.perf_counter()
-    rows = measure_many([e.desc for e in entries], args.cache, args.repeats)
-    wall = time.perf_counter() - start
-    _write(out, entries, rows, prov, "cupti", tag)
-    inflight.unlink()
-    ops = Counter(f"{e.desc.op}/{e.desc.backend}" for e in entries)
-    _log(out, {"timer": "cupti", "shard": tag, "wall_s": wall, "configs": len(entries), "by_backend": dict(ops),
-               "ok": sum(r["status"] == "ok" for r in rows)})
+    root = out / NCU_OUT
+    files = parquet_files([root]) if root.is_dir() else []
+    return set(read_table(files, ["plan_index"]).column(0).to_pylist()) if files else set()
 
 
-def child(args) -> None:
-    """One GPU's shard: warm-up, then chunks (skipping what is done; the crashed chunk one by one)."""
-    from kernelcast.collect.dataset import provenance
-    from kernelcast.collect.measure import failure_row
-    from kernelcast.collect.plan import load_plan, parse_shard, shard, shard_tag
-    from kernelcast.collect.timers import warm_up
+def run_cupti(args, gpus: Sequence[str]) -> dict[str, Any]:
+    """The plan as one shard over every local GPU, through the one runner (``shard.run_shard``)."""
+    from kernelcast.collect.shard import RunConfig, run_shard
 
-    i, n = parse_shard(args.shard)
-    tag = shard_tag(i, n)
-    out = Path(args.out)
-    prov = provenance(SOURCE, "cupti")
-    entries = [e for e in shard(load_plan(out / "plan.jsonl"), i, n)]
-    by_index = {e.index: e for e in entries}
-    inflight = out / f".inflight_{tag}.json"
-    solo: list[int] = []
-    if inflight.exists():
-        crashed = json.loads(inflight.read_text())
-        inflight.unlink()
-        if len(crashed) == 1:
-            row = failure_row("cuda_fatal", "the process died measuring this description", args.cache)
-            _write(out, [by_index[crashed[0]]], [row], prov, "cupti", tag)
-        else:
-            solo = crashed
-    _log(out, {"event": "warm_up", "shard": tag, **warm_up(args.warmup_s)})
-    done = _done_indices(out, "cupti", tag)
-    todo = [e for e in entries if e.index not in done]
-    batches = [[by_index[j]] for j in solo if j not in done]
-    solo_set = set(solo)
-    rest = [e for e in todo if e.index not in solo_set]
-    batches += [rest[k:k + args.chunk] for k in range(0, len(rest), args.chunk)]
-    for batch in batches:
-        if time.time() > args.deadline:
-            _log(out, {"event": "deadline", "shard": tag, "left": sum(map(len, batches))})
-            break
-        _measure_chunk(out, batch, args, prov, tag, inflight)
-
-
-def _spawn(args, gpu: str, i: int, n: int) -> subprocess.Popen:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, "NCCL_NVLS_ENABLE": "0",
-           "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-    cmd = [sys.executable, "-m", "kernelcast.collect.gpu_job", "--child", "--shard", f"{i}/{n}", "--out", args.out,
-           "--cache", args.cache, "--repeats", str(args.repeats), "--chunk", str(args.chunk),
-           "--warmup-s", str(args.warmup_s), "--deadline", str(args.deadline)]
-    log = open(Path(args.out) / f"worker_{i}.log", "a")
-    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def run_cupti(args, gpus: Sequence[str]) -> float:
-    """Run every shard to completion, restarting a process that dies; returns wall seconds."""
-    start = time.perf_counter()
-    n = len(gpus)
-    procs = {i: _spawn(args, g, i, n) for i, g in enumerate(gpus)}
-    restarts = 0
-    while procs:
-        time.sleep(1.0)
-        for i, p in list(procs.items()):
-            if p.poll() is None:
-                continue
-            del procs[i]
-            if p.returncode != 0 and restarts < MAX_RESTARTS and time.time() < args.deadline:
-                restarts += 1
-                _log(Path(args.out), {"event": "restart", "shard": i, "returncode": p.returncode})
-                procs[i] = _spawn(args, gpus[i], i, n)
-    return time.perf_counter() - start
+    config = RunConfig(gpus=tuple(int(g) for g in gpus), timer=args.timer, cache=args.cache, repeats=args.repeats,
+                       chunk=args.chunk, timeout_s=args.timeout, warmup_s=args.warmup_s,
+                       budget_s=max(0.0, args.deadline - time.time()), retry_failed=args.retry_failed,
+                       precompile_workers=args.precompile_workers, progress=not args.json)
+    return run_shard(Path(args.out) / "plan.jsonl", 0, 1, args.out, config)
 
 
 #: not profiled with ncu: hundreds of kernels per call, each replayed once per metric pass
@@ -184,19 +84,21 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from kernelcast.collect import ncu
-    from kernelcast.collect.dataset import provenance
+    from kernelcast.collect.dataset import RowWriter, provenance, utc_now
     from kernelcast.collect.plan import load_plan, shard_tag
 
     out = Path(args.out)
-    picked = _ncu_pick(load_plan(out / "plan.jsonl"), args.ncu_count)
-    done = _done_indices(out, "ncu", "*")
+    plan = load_plan(out / "plan.jsonl")
+    picked = _ncu_pick(plan, args.ncu_count)
+    done = _done_ncu(out)
     picked = [e for e in picked if e.index not in done]
-    prov = provenance(SOURCE, "ncu")
+    prov = provenance("kernelcast", "ncu")
     parts = [picked[i::len(gpus)] for i in range(len(gpus))]
 
     def one(i: int) -> None:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus[i]}
         tag = shard_tag(i, len(gpus))
+        writer = RowWriter(out / NCU_OUT, tag, {"kernelcast.plan_id": plan.plan_id(), "kernelcast.shard": tag})
         for k in range(0, len(parts[i]), args.ncu_chunk):
             if time.time() > args.deadline:
                 _log(out, {"event": "deadline", "shard": tag, "timer": "ncu-skipped", "left": len(parts[i]) - k})
@@ -204,7 +106,9 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
             chunk = parts[i][k:k + args.ncu_chunk]
             start = time.perf_counter()
             metrics = ncu.run_batch([e.desc for e in chunk], out / f"ncu_{i}", env=env)
-            _write(out, chunk, [_ncu_row(m) for m in metrics], prov, "ncu", tag)
+            writer.write([{**e.desc.to_row(), **_ncu_row(m), **prov, "time": utc_now(), "desc_key": e.desc.key(),
+                           "plan_index": e.index, "repeat_of": e.repeat_of, "model": e.tags.get("model")}
+                          for e, m in zip(chunk, metrics)])
             _log(out, {"timer": "ncu", "shard": tag, "wall_s": time.perf_counter() - start, "configs": len(chunk),
                        "ok": sum(m is not None for m in metrics)})
 
@@ -213,12 +117,16 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
 
 
 def rates(out: str | os.PathLike) -> list[dict[str, Any]]:
-    """Configs measured per GPU-minute per timer, from a ``timing.jsonl`` (or the folder holding one)."""
+    """Configs measured per GPU-minute per timer, from a ``timing.jsonl`` (or the folder holding one).
+
+    GPU-seconds are the summed wall time of the measuring calls (a worker's start-up and warm-up
+    are not in them).
+    """
     totals: dict[str, list[float]] = {}
     path = Path(out) if Path(out).is_file() else Path(out) / "timing.jsonl"
     for line in path.read_text().splitlines() if path.exists() else []:
         rec = json.loads(line)
-        if rec.get("timer") in ("cupti", "ncu"):
+        if rec.get("timer") and "wall_s" in rec and "configs" in rec:
             t = totals.setdefault(rec["timer"], [0.0, 0, 0])
             t[0] += rec["wall_s"]
             t[1] += rec["configs"]
@@ -251,71 +159,73 @@ def _print_table(rows: list[dict], file=sys.stdout) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="kernelcast GPU job: CUPTI sweep over GPUs, then an ncu batch")
+    from kernelcast.collect.cli import finite_float, gpus_arg, positive_int, positive_seconds
+    from kernelcast.collect.shard import DEFAULT_CHUNK
+    from kernelcast.collect.worker import DEFAULT_TIMEOUT_S, TIMERS
+
+    p = argparse.ArgumentParser(description="kernelcast GPU job: the plan over local GPUs, then an ncu batch")
     p.add_argument("--sweeps", default="smoke", help="comma-separated sweep names (collect/sweeps/*.toml)")
     p.add_argument("--plan", help="an existing plan file (instead of --sweeps)")
     p.add_argument("--out", required=True, help="output folder (resumable: rerun with the same --out)")
-    p.add_argument("--gpus", default="0", help="comma-separated GPU indices, one worker process each")
+    p.add_argument("--gpus", type=gpus_arg, default=[0], help="comma-separated GPU indices, one worker process each")
     p.add_argument("--gpu-name", default="H200", help="GPU name for the descriptions")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timer", choices=sorted(TIMERS), default="cupti", help="measuring backend (default cupti)")
     p.add_argument("--cache", default="cold", choices=("cold", "warm"))
-    p.add_argument("--repeats", type=int, default=8)
-    p.add_argument("--chunk", type=int, default=CHUNK)
-    p.add_argument("--warmup-s", type=float, default=3.0)
+    p.add_argument("--repeats", type=positive_int, default=None, help="timed calls per config (default: the timer's)")
+    p.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK, help="configs per measuring call")
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds per config before a restart")
+    p.add_argument("--warmup-s", type=finite_float, default=3.0)
+    p.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
     p.add_argument("--ncu-count", type=int, default=0, help="plan entries also profiled with ncu")
-    p.add_argument("--budget-s", type=float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds")
-    p.add_argument("--ncu-chunk", type=int, default=NCU_CHUNK, help="descriptions per ncu process")
+    p.add_argument("--budget-s", type=finite_float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds")
+    p.add_argument("--ncu-chunk", type=positive_int, default=NCU_CHUNK, help="descriptions per ncu process")
     p.add_argument("--no-cupti", action="store_true", help="skip the CUPTI sweep (e.g. an ncu-only call)")
     p.add_argument("--precompile-workers", type=int, default=0,
                    help="compile the plan's Triton configs in this many processes while the GPU measures (collect.precompile)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--shard", help=argparse.SUPPRESS)
-    p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     return p
 
 
 def _write_plan(args, out: Path) -> None:
-    """Build (or copy) the plan once; a rerun with the same --out reuses it (resume)."""
+    """Build (or copy) the plan once; a rerun with the same --out reuses it (resume). Tags travel in the plan."""
     from kernelcast.collect.plan import build_plan, load_plan, save_plan
-    from kernelcast.collect.sweeps import expand_tagged
 
     if (out / "plan.jsonl").exists():
         return
     sweeps = [s for s in args.sweeps.split(",") if s]
     plan = load_plan(args.plan) if args.plan else build_plan(sweeps, args.gpu_name, args.seed)
     save_plan(plan, out / "plan.jsonl")
-    tags = {d.key(): t for s in ([] if args.plan else sweeps) for d, t in expand_tagged(s, args.gpu_name, args.seed)}
-    (out / "tags.json").write_text(json.dumps(tags))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    if args.child:
-        child(args)
-        return
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    gpus = [g.strip() for g in args.gpus.split(",") if g.strip()]
+    gpus = [str(g) for g in args.gpus]
     args.deadline = time.time() + args.budget_s
-    _write_plan(args, out)
-    if args.precompile_workers > 0 and not args.no_cupti:   # fills TRITON_CACHE_DIR ahead of the measuring process
-        subprocess.Popen([sys.executable, "-m", "kernelcast.collect.precompile", "--plan", str(out / "plan.jsonl"),
-                          "--workers", str(args.precompile_workers), "--log", str(out / "precompile.jsonl")])
-    cupti_s = 0.0 if args.no_cupti else run_cupti(args, gpus)
-    start = time.perf_counter()
-    if args.ncu_count > 0:
-        run_ncu(args, gpus)
-    result = {"cupti_wall_s": round(cupti_s, 1), "ncu_wall_s": round(time.perf_counter() - start, 1),
-              "rates": rates(out), "rows": summary(out)}
+    try:
+        _write_plan(args, out)
+        run = None if args.no_cupti else run_cupti(args, gpus)
+        start = time.perf_counter()
+        if args.ncu_count > 0 and not (run and run["interrupted"]):
+            run_ncu(args, gpus)
+    except ValueError as exc:
+        parser.exit(2, f"gpu_job: error: {exc}\n")
+    result = {"run": run, "ncu_wall_s": round(time.perf_counter() - start, 1), "rates": rates(out),
+              "rows": summary(out)}
     (out / "summary.json").write_text(json.dumps(result, indent=1))
     if args.json:
         print(json.dumps(result))
-        return
-    _print_table(result["rows"])
-    _print_table(result["rates"])
-    print(f"CUPTI wall {result['cupti_wall_s']} s, ncu wall {result['ncu_wall_s']} s")
+    else:
+        _print_table(result["rows"])
+        _print_table(result["rates"])
+        if run:
+            print(f"measured {run['measured']} in {run['elapsed_s']} s, {run['left']} left, "
+                  f"{run['restarts']} worker restarts{' (interrupted)' if run['interrupted'] else ''}")
+    return {None: 0, "SIGTERM": 143}.get(run["signal"], 130) if run else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

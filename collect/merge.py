@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from kernelcast.collect.api import CACHE_STATES, STATUSES
 from kernelcast.collect.dataset import (append_rows, dataset_filename, parquet_files, parse_dataset_filename,
-                                        read_table)
+                                        file_lock, read_parquet, read_table, shard_of)
 from kernelcast.features.desc import from_row
 
 #: a row's identity in a dataset: first measured wins; re-measurements are told apart by time
 DEDUP_COLUMNS = ("desc_key", "cache", "source", "status", "timer")
+#: timers that time the host, not a GPU (the CPU seam, test doubles): never training data
+HOST_TIMERS = ("cpu", "synthetic")
 #: the columns ``noise_floor`` reads
 NOISE_COLUMNS = ("op", "desc_key", "cache", "source", "status", "repeat_of", "time", "latency_us")
 
@@ -57,35 +58,51 @@ def _existing_identities(datasets_root: Path, op: str) -> set[tuple]:
     if not files:
         return set()
     cols = list(DEDUP_COLUMNS) + ["repeat_of", "time"]
-    return {row_identity(r) for f in files for r in pq.read_table(f, columns=cols).to_pylist()}
+    return {row_identity(r) for f in files for r in read_parquet(f, cols).to_pylist()}
 
 
 def _target(datasets_root: Path, row: Mapping[str, Any], src: Path) -> Path:
     parts = parse_dataset_filename(src.name)
     date = str(row["time"])[:10].replace("-", "")
-    return datasets_root / row["op"] / dataset_filename(row["source"], row["gpu"], date, parts["shard"] if parts else "merged")
+    return datasets_root / row["op"] / dataset_filename(row["source"], row["gpu"], date,
+                                                        shard_of(parts["shard"]) if parts else "merged")
 
 
 def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.PathLike,
-          tags: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+          tags: Mapping[str, Mapping[str, Any]] | None = None, allow_host_timers: bool = False) -> dict[str, Any]:
     """Validate shard files, drop rows already in ``datasets_root``, append the rest; report noise.
 
     Originals are deduplicated on (desc_key, cache, source, status, timer), the first measured kept;
     re-measurement rows (``repeat_of`` set) are kept apart from that, for the noise floor.
     Rows go to ``datasets/<op>/<source>_<gpu>_<yyyymmdd>_<shard>.parquet`` (date of measurement).
-    ``tags`` (desc_key -> sweep tags, as gpu_job's tags.json) fills the ``model`` column where empty.
+    ``tags`` (desc_key -> sweep tags) fills the ``model`` column where empty. Rows of a host timer
+    (``HOST_TIMERS``: the cpu seam, test doubles) are refused unless ``allow_host_timers``.
     """
     files, root = parquet_files(shard_files), Path(datasets_root)
     if not files:
         raise ValueError(f"merge inputs hold no parquet files: {[str(f) for f in shard_files]}")
+    rows = _read_inputs(files, tags, allow_host_timers)
+    root.mkdir(parents=True, exist_ok=True)
+    with file_lock(root):                          # two merges into one root: the second sees the first's rows
+        return _merge_locked(rows, files, root)
+
+
+def _read_inputs(files, tags, allow_host_timers: bool) -> list[tuple[dict, Path]]:
     rows = []
     for path in files:
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
+        for i, row in enumerate(read_parquet(path).to_pylist()):
             validate_row(row, path, i)
+            if row.get("timer") in HOST_TIMERS and not allow_host_timers:
+                raise ValueError(f"{path}: row {i}: timer {row['timer']!r} times the host, not a GPU; such rows "
+                                 "are never merged into a datasets folder (--allow-host-timers for a scratch one)")
             if tags and not row.get("model"):
                 row["model"] = (tags.get(row["desc_key"]) or {}).get("model")
             rows.append((row, path))
     rows.sort(key=lambda rp: str(rp[0]["time"]))
+    return rows
+
+
+def _merge_locked(rows: list[tuple[dict, Path]], files: list[Path], root: Path) -> dict[str, Any]:
     seen: dict[str, set[tuple]] = {}
     batches: dict[tuple[str, Path], list[dict]] = {}
     skipped = Counter()

@@ -1,16 +1,18 @@
 """The multi-GPU collective job: one process per GPU, the sweep timed with CUDA graphs, rows + NCCL logs out.
 
 ``python -m kernelcast.collect.nccl_job --out DIR [--preset smoke|full] [--budget-s S] [--json]``
-spawns one process per visible GPU (or joins torchrun/Slurm when RANK and WORLD_SIZE are set),
-writes ``DIR/kernelcast_<gpu>_<yyyymmdd>_s000of001.parquet`` (rewritten atomically every few cases,
-resumed on a rerun), ``DIR/topo.txt``, ``DIR/nccl.<host>.<pid>.log`` and a JSON summary.
+spawns one process per visible GPU (or joins torchrun/Slurm when RANK and WORLD_SIZE are set).
+Rank 0 writes each case's row the moment it is measured, through the dataset writer every
+collection path uses (``DIR/collective/kernelcast_<gpu>_<yyyymmdd>_s000of001w<id>p<n>.parquet``,
+a file per run; a rerun resumes). SIGTERM (Slurm preemption) ends the sweep after the case in
+flight, its row written. Also ``DIR/topo.txt``, ``DIR/nccl.<host>.<pid>.log`` and a JSON summary.
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,8 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from kernelcast.collect import dataset
@@ -27,10 +27,9 @@ from kernelcast.collect.workloads import collective as W
 from kernelcast.features.ops.collective import COLLECTIVES, CollectiveDesc
 from kernelcast.features.gpu import get_gpu, resolve_gpu_name
 
-#: columns collective rows carry beyond the common schema (see report: an op-specific extension)
-EXTRA_COLUMNS = {"host_loop_us": pa.float64(), "graph_calls": pa.int64(), "nccl_model_us": pa.float64(),
-                 "nccl_algo": pa.string(), "nccl_proto": pa.string(), "nccl_channels": pa.int64(),
-                 "topology": pa.string(), "nccl_env": pa.string()}
+#: columns collective rows carry beyond the common schema
+EXTRA_COLUMNS = dataset.OP_EXTRA_COLUMNS["collective"]
+TAG = "s000of001"
 METHOD = ("torch.distributed NCCL; graph_calls back-to-back calls captured in a CUDA graph, replays timed "
           "with CUDA events after a 4-byte all_reduce aligns the ranks; per-call time, max over ranks, "
           "median over replays")
@@ -46,23 +45,16 @@ class JobConfig:
     preset: str = "full"      # which grid (PRESETS)
     budget_s: float = 240.0   # no new case starts after this many seconds of sweeping
     repeat_every: int = 10    # re-measure every n-th case at the end (noise floor); 0 = none
-    flush_every: int = 40     # rewrite the parquet every n cases
 
 
-def _schema() -> pa.Schema:
-    base = dataset.row_schema("collective")
-    return pa.schema(list(base) + [pa.field(k, v) for k, v in EXTRA_COLUMNS.items()])
+def _files(cfg: JobConfig) -> list[Path]:
+    root = cfg.out / "collective"
+    return dataset.parquet_files([root]) if root.is_dir() else []
 
 
-def _out_path(cfg: JobConfig, gpu: str) -> Path:
-    date = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d")
-    return cfg.out / dataset.dataset_filename("kernelcast", gpu, date, "s000of001")
-
-
-def _write(rows: list[dict], path: Path) -> None:
-    table = pa.Table.from_pylist(rows, schema=_schema())
-    meta = {dataset.SCHEMA_KEY.decode(): dataset.SCHEMA_VERSION, "kernelcast.method": METHOD}
-    dataset.write_atomic(table.replace_schema_metadata(meta), path)
+def _rows(cfg: JobConfig) -> list[dict]:
+    files = _files(cfg)
+    return dataset.read_table(files).to_pylist() if files else []
 
 
 def _plan(cfg: JobConfig, world: int, gpu: str) -> list[tuple[int, CollectiveDesc, int | None]]:
@@ -128,12 +120,14 @@ def _agree(decision: float) -> float:
 
 
 def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
-    """The sweep on one rank; rank 0 writes the rows."""
+    """The sweep on one rank; rank 0 writes each row as it is measured; SIGTERM stops after the case in flight."""
     import torch
     import torch.distributed as dist
 
     from kernelcast.features.nccl_model import nccl_time_for_gpu
 
+    stop = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
     os.environ.setdefault("RANK", str(rank))
     os.environ.setdefault("WORLD_SIZE", str(world))
     env = W.check_env()
@@ -141,15 +135,15 @@ def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", local))
     gpu = resolve_gpu_name(torch.cuda.get_device_name(local))
-    path = _out_path(cfg, gpu)
-    rows = pq.read_table(path).to_pylist() if rank == 0 and path.exists() else []
-    done = {(r["desc_key"], r["repeat_of"]) for r in rows if r["status"] == "ok"}     # rank 0 only: resume
+    writer = dataset.RowWriter(cfg.out, TAG, {"kernelcast.method": METHOD}) if rank == 0 else None
+    done = {(r["desc_key"], r["repeat_of"]) for r in _rows(cfg) if r["status"] == "ok"} if rank == 0 else set()
     prov = dataset.provenance("kernelcast", METHOD) if rank == 0 else {}
     topo = (cfg.out / "topo.txt").read_text() if (cfg.out / "topo.txt").exists() else ""
     deadline = time.time() + cfg.budget_s
     plan = _plan(cfg, world, gpu)
     for i, desc, repeat_of in tqdm(plan, disable=rank != 0, file=sys.stderr, mininterval=5, desc="collectives"):
-        decision = _agree(STOP if time.time() > deadline else SKIP if (desc.key(), repeat_of) in done else RUN)
+        late = stop or time.time() > deadline
+        decision = _agree(STOP if late else SKIP if (desc.key(), repeat_of) in done else RUN)
         if decision == STOP:
             break
         if decision == SKIP:
@@ -157,16 +151,12 @@ def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
         model_us = float(nccl_time_for_gpu(desc.collective, desc.bytes, desc.ranks, desc.ranks_per_node,
                                            get_gpu(gpu)).time_us)
         result = _measure(desc, rank, world, model_us)
-        if rank == 0:
-            rows.append({**desc.to_row(), "kernel_count": None, "kernel_names": None, "timer": "cuda_graph",
-                         "cache": "warm", "sm_clock_hz": _sm_clock_hz(), **result, **prov,
-                         "desc_key": desc.key(), "plan_index": i, "repeat_of": repeat_of,
-                         "nccl_model_us": model_us, "topology": W.topology_summary(topo),
-                         "nccl_env": W.env_json(env)})
-            if len(rows) % cfg.flush_every == 0:
-                _write(rows, path)
-    if rank == 0:
-        _write(rows, path)
+        if writer is not None:
+            writer.write([{**desc.to_row(), "kernel_count": None, "kernel_names": None, "timer": "cuda_graph",
+                           "cache": "warm", "sm_clock_hz": _sm_clock_hz(), **result, **prov,
+                           "time": dataset.utc_now(), "desc_key": desc.key(), "plan_index": i,
+                           "repeat_of": repeat_of, "nccl_model_us": model_us,
+                           "topology": W.topology_summary(topo), "nccl_env": W.env_json(env)}])
     dist.barrier()
     dist.destroy_process_group()
 
@@ -176,12 +166,15 @@ def _annotate_from_logs(cfg: JobConfig, world: int) -> dict:
     text = "".join(p.read_text(errors="replace") for p in sorted(cfg.out.glob("nccl.*.log")))
     chosen = W.parse_tuning_log(text, world)
     table_lines = [ln.split("NCCL INFO", 1)[1] for ln in text.splitlines() if "NCCL INFO" in ln and "|" in ln]
-    for path in cfg.out.glob("kernelcast_*.parquet"):
-        rows = pq.read_table(path).to_pylist()
+    for path in _files(cfg):
+        meta = dataset.read_schema(path).metadata
+        rows = dataset.read_parquet(path).to_pylist()
         for r in rows:
             algo, proto, channels = chosen.get((r["collective"], r["bytes"]), (None, None, None))
             r.update(nccl_algo=algo, nccl_proto=proto, nccl_channels=channels)
-        _write(rows, path)
+        table = dataset.table_from_rows(rows, dataset.row_schema("collective", extra_columns=EXTRA_COLUMNS), str(path))
+        with dataset.file_lock(path.parent):
+            dataset.write_atomic(table.replace_schema_metadata(meta), path)
     return {"tuning_lines": len(chosen), "nccl_tuning_table": table_lines[:80]}
 
 
@@ -221,10 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         world = torch.cuda.device_count()
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-        mp.spawn(run_rank, args=(world, cfg), nprocs=world, join=True)
+        ranks = mp.spawn(run_rank, args=(world, cfg), nprocs=world, join=False)
+        signal.signal(signal.SIGTERM, lambda signum, frame: [p.terminate() for p in ranks.processes])
+        while not ranks.join():
+            pass
     summary = {"host": socket.gethostname(), "world": world, "seconds": round(time.time() - start, 1),
                **_annotate_from_logs(cfg, world)}
-    rows = [r for p in cfg.out.glob("kernelcast_*.parquet") for r in pq.read_table(p).to_pylist()]
+    rows = _rows(cfg)
     summary["rows"] = len(rows)
     summary["status"] = {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}}
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=1))

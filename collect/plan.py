@@ -6,7 +6,7 @@ import json
 import math
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -20,14 +20,16 @@ MIN_REPEAT_SHARE = 0.1
 
 @dataclass(frozen=True)
 class PlanEntry:
-    """One line of a plan: what to measure, and the original's index when it is a re-measurement."""
+    """One line of a plan: what to measure, the original's index when it is a re-measurement, sweep tags."""
 
     index: int
     desc: Desc
     repeat_of: int | None = None
+    tags: Mapping[str, Any] = field(default_factory=dict)   # e.g. model, tp, layer of a real-model shape
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "desc": self.desc.to_dict(), "repeat_of": self.repeat_of}
+        out = {"index": self.index, "desc": self.desc.to_dict(), "repeat_of": self.repeat_of}
+        return {**out, "tags": dict(self.tags)} if self.tags else out
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,13 @@ class Plan:
 
 
 def make_plan(descs: Iterable[Any], seed: int, repeat_share: float = MIN_REPEAT_SHARE,
-              sweeps: Sequence[str] = (), gpu: str | None = None) -> Plan:
+              sweeps: Sequence[str] = (), gpu: str | None = None,
+              tags: Mapping[str, Mapping[str, Any]] | None = None) -> Plan:
     """Shuffle (deduplicated) descriptions by ``seed``; append re-measurements of a share of them.
 
     The re-measurements (``repeat_share`` of the originals, at least one) come after every
-    original, so each is measured later in the same run: the noise floor.
+    original, so each is measured later in the same run: the noise floor. ``tags`` (desc key ->
+    sweep tags) travel with each entry, so every collection path writes the ``model`` column.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer; got {seed!r}")
@@ -63,10 +67,11 @@ def make_plan(descs: Iterable[Any], seed: int, repeat_share: float = MIN_REPEAT_
     rng = random.Random(seed)
     originals = sorted(unique.values(), key=lambda d: d.key())
     rng.shuffle(originals)
-    entries = [PlanEntry(i, d) for i, d in enumerate(originals)]
+    tags = tags or {}
+    entries = [PlanEntry(i, d, None, dict(tags.get(d.key()) or {})) for i, d in enumerate(originals)]
     count = max(1, math.ceil(repeat_share * len(entries)))
     for j in rng.sample(range(len(entries)), count):
-        entries.append(PlanEntry(len(entries), entries[j].desc, j))
+        entries.append(PlanEntry(len(entries), entries[j].desc, j, entries[j].tags))
     header = {"format": PLAN_FORMAT, "seed": seed, "sweeps": list(sweeps), "gpu": gpu,
               "repeat_share": repeat_share, "created": utc_now(), "count": len(entries)}
     return Plan(header, tuple(entries))
@@ -74,12 +79,13 @@ def make_plan(descs: Iterable[Any], seed: int, repeat_share: float = MIN_REPEAT_
 
 def build_plan(sweeps: Sequence[str], gpu: str, seed: int, repeat_share: float = MIN_REPEAT_SHARE) -> Plan:
     """A plan over named sweeps (``collect/sweeps/<name>.toml``) for one GPU."""
-    from kernelcast.collect.sweeps import expand
+    from kernelcast.collect.sweeps import expand_tagged
 
     if not sweeps:
         raise ValueError("sweeps must name at least one sweep; got none")
-    descs = [d for name in sweeps for d in expand(name, gpu, seed)]
-    return make_plan(descs, seed, repeat_share, sweeps=sweeps, gpu=resolve_gpu_name(gpu))
+    tagged = [(d, t) for name in sweeps for d, t in expand_tagged(name, gpu, seed)]
+    tags = {d.key(): t for d, t in tagged if t}
+    return make_plan([d for d, _ in tagged], seed, repeat_share, sweeps=sweeps, gpu=resolve_gpu_name(gpu), tags=tags)
 
 
 def save_plan(plan: Plan, path: str | os.PathLike) -> Path:
@@ -96,15 +102,17 @@ def _entry(line: str, lineno: int, path: Path) -> PlanEntry:
     where = f"{path}:{lineno}"
     try:
         raw = json.loads(line)
-        index, desc, repeat_of = raw["index"], raw["desc"], raw["repeat_of"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        index, desc, repeat_of, tags = raw["index"], raw["desc"], raw["repeat_of"], raw.get("tags", {})
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: a plan entry must be JSON with index, desc, repeat_of; {exc}") from None
+    if not isinstance(tags, dict):
+        raise ValueError(f"{where}: tags must be a JSON object; got {tags!r}"[:300])
     if index != lineno - 2:
         raise ValueError(f"{where}: index must be {lineno - 2} (entries are numbered in order); got {index!r}")
     if repeat_of is not None and (not isinstance(repeat_of, int) or not 0 <= repeat_of < index):
         raise ValueError(f"{where}: repeat_of must be null or an earlier index; got {repeat_of!r}")
     try:
-        return PlanEntry(index, parse_desc(desc), repeat_of)
+        return PlanEntry(index, parse_desc(desc), repeat_of, tags)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
 

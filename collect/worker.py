@@ -1,26 +1,59 @@
-"""Worker isolation: one measuring process per GPU, failures classified, dead or hung workers restarted."""
+"""Measuring processes: one per GPU, a chunk of descriptions per call, failures classified, crashes attributed.
+
+A worker measures a chunk with its timer's batch function (one profiler session for CUPTI) and
+sends the rows back as soon as it has them. A chunk that kills its process is re-run one
+description at a time; a description is recorded ``cuda_fatal`` only when it alone killed its
+process twice (a sticky CUDA error, a crash, or a hang past the timeout). A process killed from
+outside (SIGKILL, SIGTERM) is no evidence against what it was measuring. SIGTERM to a worker
+lets it finish its chunk, send the rows, and exit.
+"""
 from __future__ import annotations
 
+import ctypes
 import importlib
-import multiprocessing as mp
 import os
 import signal
-import time
-from collections import deque
 from dataclasses import dataclass
-from multiprocessing.connection import wait
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable
 
-DEFAULT_MEASURE = "kernelcast.collect.measure:measure"
-DEFAULT_TIMEOUT_S = 120.0
-START_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 120.0      # seconds per description: a chunk of n gets n times this
+START_TIMEOUT_S = 600.0        # import + warm-up of a fresh worker
+STOP_GRACE_S = 25.0            # on stop, busy workers get this long to finish their chunk (Slurm waits 30 s)
+FATAL_STRIKES = 2              # solo deaths that make a description cuda_fatal
+OUTSIDE_KILLS = 3              # solo deaths by an outside SIGKILL/SIGTERM before this run leaves it unmeasured
+EXIT_STOPPED = 143             # a worker that stopped on SIGTERM
 #: error text of CUDA errors that poison the context: the process must go
 STICKY_CUDA_ERRORS = ("illegal memory access", "unspecified launch failure", "device-side assert",
                       "CUDA error: an illegal instruction", "misaligned address")
+OUTSIDE_EXITS = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, EXIT_STOPPED}
 
 
 class Unsupported(Exception):
     """Raised by a measure function when this description cannot run here (recorded as ``unsupported``)."""
+
+
+@dataclass(frozen=True)
+class TimerSpec:
+    """A measuring backend: its batch function, its warm-up (or None), and the ``source`` of its rows."""
+
+    measure: str               # "module:function": (descs, cache=, repeats=) -> one label row per desc
+    warm_up: str | None = None  # "module:function": (seconds) -> facts, run at each worker start
+    source: str = "kernelcast"
+
+
+#: the measuring backends by name; ``--measure module:function`` names any other batch function
+TIMERS = {"cupti": TimerSpec("kernelcast.collect.measure:measure_many", "kernelcast.collect.timers:warm_up"),
+          "cpu": TimerSpec("kernelcast.collect.cpu_timer:measure_many", "kernelcast.collect.cpu_timer:warm_up",
+                           "kernelcast-cpu")}
+
+
+def timer_spec(name: str) -> TimerSpec:
+    """A timer by name, or a batch function given as ``module:function`` (rows labelled ``kernelcast-test``)."""
+    if name in TIMERS:
+        return TIMERS[name]
+    if ":" in str(name):
+        return TimerSpec(str(name), None, "kernelcast-test")
+    raise ValueError(f"timer must be one of {', '.join(TIMERS)} or a batch function 'module:function'; got {name!r}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +64,15 @@ class Task:
     desc: dict
     cache: str = "cold"
     repeats: int | None = None
+
+
+@dataclass
+class ChunkResult:
+    """What one measuring call gave: (task, row) pairs, the worker's GPU, the call's wall seconds."""
+
+    pairs: list[tuple[Task, dict[str, Any]]]
+    gpu: int | None
+    wall_s: float
 
 
 def load_measure(path: str) -> Callable[..., Any]:
@@ -59,160 +101,57 @@ def classify(exc: BaseException) -> tuple[str, str]:
     return "error", text
 
 
-def _measure_one(fn: Callable[..., Any], task: Task) -> dict[str, Any]:
-    from kernelcast.features.desc import parse_desc
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent dies (the parent alone writes rows)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(EXIT_STOPPED)
 
-    kwargs: dict[str, Any] = {"cache": task.cache}
-    if task.repeats is not None:
-        kwargs["repeats"] = task.repeats
-    result = fn(parse_desc(task.desc), **kwargs)
-    return result.to_row() if hasattr(result, "to_row") else dict(result)
 
+def serve(conn, gpu: int | None, timer: str, warmup_s: float, parent: int) -> None:
+    """The worker process: set the GPU, load the timer, warm up, then measure chunks until None or SIGTERM."""
+    state = {"busy": False, "stop": False}
 
-def _child(conn, gpu: int | None, measure: str, source: str) -> None:
-    """The worker process: set the GPU, import the measure function, then serve tasks until None."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it flushes, then kills us
+    def on_term(signum, frame):
+        if not state["busy"]:
+            os._exit(EXIT_STOPPED)
+        state["stop"] = True                        # finish the chunk, send its rows, then exit
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops us
+    signal.signal(signal.SIGTERM, on_term)
+    _die_with_parent(parent)
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     try:
         from kernelcast.collect.dataset import provenance
-        fn = load_measure(measure)
-        conn.send(("hello", provenance(source, measure)))
+        spec = timer_spec(timer)
+        fn = load_measure(spec.measure)
+        warm = load_measure(spec.warm_up)(warmup_s) if spec.warm_up else None
+        conn.send(("hello", provenance(spec.source, timer), warm))
     except Exception as exc:                       # start-up failure: report, then exit
         conn.send(("broken", f"{type(exc).__name__}: {exc}"))
         return
-    while (task := conn.recv()) is not None:
+    while (tasks := conn.recv()) is not None:
+        state["busy"] = True
+        from kernelcast.features.desc import parse_desc
+        kwargs: dict[str, Any] = {"cache": tasks[0].cache}
+        if tasks[0].repeats is not None:
+            kwargs["repeats"] = tasks[0].repeats
         try:
-            row = _measure_one(fn, task)
-            conn.send(("row", row))
-            status = row.get("status")
+            rows = [dict(r) for r in fn([parse_desc(t.desc) for t in tasks], **kwargs)]
+            if len(rows) != len(tasks):
+                raise RuntimeError(f"measure returned {len(rows)} rows for {len(tasks)} descriptions")
+            conn.send(("rows", rows))
+            fatal = any(r.get("status") == "cuda_fatal" for r in rows)
         except Exception as exc:
             status, message = classify(exc)
             conn.send(("fail", status, message))
-        if status == "cuda_fatal":
+            fatal = status == "cuda_fatal"
+        if fatal:
             os._exit(3)                            # the CUDA context is poisoned: this process is done
-
-
-class _Worker:
-    """Parent-side handle of one worker process (state: starting, idle, busy)."""
-
-    def __init__(self, ctx, gpu: int | None, measure: str, source: str):
-        self.gpu, self.measure, self.source, self.ctx = gpu, measure, source, ctx
-        self.provenance: dict[str, Any] = {}
-        self.start()
-
-    def start(self) -> None:
-        self.conn, child_conn = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_child, args=(child_conn, self.gpu, self.measure, self.source),
-                                     daemon=True, name=f"kernelcast-worker-gpu{self.gpu}")
-        self.proc.start()
-        child_conn.close()
-        self.task: Task | None = None
-        self.state, self.deadline = "starting", time.monotonic() + START_TIMEOUT_S
-
-    def send(self, task: Task, timeout_s: float) -> None:
-        self.conn.send(task)
-        self.task, self.state, self.deadline = task, "busy", time.monotonic() + timeout_s
-
-    def stop(self, grace_s: float = 0.0) -> None:
-        if self.proc.is_alive() and grace_s and self.state == "idle":
-            self.conn.send(None)
-            self.proc.join(grace_s)
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join()
-        self.conn.close()
-
-    def name(self) -> str:
-        return f"worker for GPU {self.gpu}"
-
-
-class WorkerPool:
-    """One worker per GPU; ``imap(tasks)`` yields ``(task, row)`` as results arrive, in any order.
-
-    ``row`` carries the label columns (``Measurement.to_row()``) or, on failure, ``status`` and
-    ``error`` with no latency, plus the worker's provenance. A ``cuda_fatal`` failure, a worker
-    that dies, or a task past ``timeout_s`` restarts that worker; the run goes on.
-    """
-
-    def __init__(self, gpus: Sequence[int | None], measure: str = DEFAULT_MEASURE,
-                 source: str = "kernelcast", timeout_s: float = DEFAULT_TIMEOUT_S):
-        if not gpus:
-            raise ValueError("gpus must list at least one GPU index; got none")
-        if not timeout_s or timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0; got {timeout_s!r}")
-        self.timeout_s, self.restarts = float(timeout_s), 0
-        ctx = mp.get_context("spawn")
-        self.workers = [_Worker(ctx, g, measure, source) for g in gpus]
-
-    def __enter__(self) -> "WorkerPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.stop(grace_s=2.0)
-
-    def _restart(self, w: _Worker) -> None:
-        w.stop()
-        w.start()
-        self.restarts += 1
-
-    def _failure(self, w: _Worker, status: str, message: str) -> tuple[Task, dict[str, Any]]:
-        task = w.task
-        row = {"status": status, "error": message, "cache": task.cache, **w.provenance}
-        if status == "cuda_fatal":
-            self._restart(w)
-        else:
-            w.task, w.state = None, "idle"
-        return task, row
-
-    def _poll(self, w: _Worker) -> tuple[Task, dict[str, Any]] | None:
-        """Handle what one worker has to say (a message, its death, or its deadline)."""
-        try:
-            msg = w.conn.recv() if w.conn.poll() else None
-        except (EOFError, OSError):
-            msg = ("died",)
-        if msg is None and not w.proc.is_alive():
-            msg = ("died",)
-        if msg is None:
-            if time.monotonic() > w.deadline:
-                if w.state == "starting":
-                    raise RuntimeError(f"{w.name()} did not start within {START_TIMEOUT_S:.0f} s")
-                return self._failure(w, "cuda_fatal", f"timeout: no result within {self.timeout_s:g} s; worker restarted")
-            return None
-        if msg[0] == "hello":
-            w.provenance, w.state = msg[1], "idle"
-        elif msg[0] == "broken":
-            raise RuntimeError(f"{w.name()} could not start: {msg[1]}")
-        elif msg[0] == "row" and msg[1].get("status") == "cuda_fatal":   # a failure row returned, not raised
-            return self._failure(w, "cuda_fatal", msg[1].get("error") or "cuda_fatal")
-        elif msg[0] == "row":
-            task, w.task, w.state = w.task, None, "idle"
-            return task, {**msg[1], **w.provenance}
-        elif msg[0] == "fail":
-            return self._failure(w, msg[1], msg[2])
-        elif w.state == "busy":
-            w.proc.join(timeout=5)          # its pipe closes before it is reaped: wait for the exit code
-            return self._failure(w, "cuda_fatal", f"worker process died (exit code {w.proc.exitcode}); restarted")
-        elif w.state == "idle":
-            self._restart(w)
-        else:
-            raise RuntimeError(f"{w.name()} exited during start-up (exit code {w.proc.exitcode})")
-        return None
-
-    def imap(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict[str, Any]]]:
-        pending = deque(tasks)
-        while pending or any(w.state == "busy" for w in self.workers):
-            for w in self.workers:
-                if w.state == "idle" and pending:
-                    w.send(pending.popleft(), self.timeout_s)
-            waits = [w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers]
-            deadlines = [w.deadline for w in self.workers if w.state != "idle"]
-            wait(waits, timeout=max(0.0, min(deadlines, default=time.monotonic() + 1.0) - time.monotonic()) + 0.01)
-            for w in self.workers:
-                result = self._poll(w)
-                if result is not None:
-                    yield result
+        state["busy"] = False
+        if state["stop"]:
+            os._exit(EXIT_STOPPED)

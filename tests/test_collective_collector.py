@@ -4,7 +4,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kernelcast.collect import nccl_job
+from kernelcast.collect import dataset, nccl_job
 from kernelcast.collect.workloads import collective as W
 
 FIX = Path(__file__).parent / "fixtures" / "nccl_tests"
@@ -76,7 +76,9 @@ def test_job_plan_repeats_each_dtype_block(tmp_path):
     assert len(originals) == 40 and len(repeats) == 4
     assert all(plan[p[2]][1] == p[1] for p in repeats)
     assert sorted(p[0] for p in plan) == list(range(44))
-    assert set(nccl_job.EXTRA_COLUMNS) <= set(nccl_job._schema().names)
+    schema = dataset.row_schema("collective", extra_columns=nccl_job.EXTRA_COLUMNS)
+    assert schema.names[-len(nccl_job.EXTRA_COLUMNS):] == list(nccl_job.EXTRA_COLUMNS)
+    assert "host_loop_us" not in dataset.row_schema("collective").names
 
 
 def test_measured_dataset_rows():
@@ -94,5 +96,21 @@ def test_measured_dataset_rows():
 @pytest.mark.skipif(_GPUS < 2, reason="needs 2 CUDA GPUs")
 def test_job_smoke_on_two_gpus(tmp_path):
     assert nccl_job.main(["--out", str(tmp_path), "--preset", "smoke", "--budget-s", "60", "--repeat-every", "0"]) == 0
-    rows = pq.read_table(next(tmp_path.glob("kernelcast_*.parquet"))).to_pandas()
+    rows = pq.read_table(next(tmp_path.glob("collective/kernelcast_*.parquet"))).to_pandas()
     assert len(rows) == 40 and (rows.status == "ok").all()
+
+
+def test_collective_rows_with_their_extras_go_through_the_shared_writer(tmp_path):
+    from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
+
+    desc = W.sweep(("all_reduce",), ("bf16",), [1 << 20], 2, "H200")[0]
+    row = {**desc.to_row(), **dict.fromkeys(LABEL_COLUMNS), **dict.fromkeys(PROVENANCE_COLUMNS), "status": "ok",
+           "latency_us": 12.5, "timer": "cuda_graph", "cache": "warm", "source": "kernelcast", "time": "t",
+           "desc_key": desc.key(), "plan_index": 0, "repeat_of": None, "host_loop_us": 30.0, "graph_calls": 20}
+    writer = dataset.RowWriter(tmp_path, nccl_job.TAG, {"kernelcast.method": nccl_job.METHOD})
+    writer.write([row])
+    table = pq.read_table(writer.paths[0])
+    assert table.column("host_loop_us").to_pylist() == [30.0] and table.column("graph_calls").to_pylist() == [20]
+    assert writer.paths[0].parent.name == "collective" and "nccl_algo" not in table.column_names
+    with pytest.raises(ValueError, match="'host_loop_us' that the schema lacks"):
+        dataset.check_row("gemm", {"op": "gemm", "host_loop_us": 1.0})

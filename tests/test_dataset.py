@@ -98,7 +98,7 @@ def test_merge_dedups_keeps_first_and_repeats_and_reports_noise(tmp_path):
         synthetic_row(m=2, latency=99.0, index=1, time=t3),                       # later duplicate: dropped
         synthetic_row(m=1, latency=9.0, index=0, time=t1),                        # earlier: the kept original
         synthetic_row(m=2, latency=21.0, index=5, repeat_of=2, time=t3)])         # +5 %
-    summary = merge([tmp_path / "out"], tmp_path / "datasets")
+    summary = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
     assert summary["added"] == {"gemm": 5} and summary["duplicates_skipped"] == {"gemm": 2}
     frame = read_dataset(tmp_path / "datasets", "gemm")
     originals = frame[frame["repeat_of"].isna() & (frame["status"] == "ok")].set_index("m")["latency_us"]
@@ -108,14 +108,14 @@ def test_merge_dedups_keeps_first_and_repeats_and_reports_noise(tmp_path):
     noise = summary["noise"]["gemm"]                  # pairs: 11 vs 9 (22.2 %), 21 vs 20 (5 %)
     assert noise["pairs"] == 2
     assert noise["median"] == pytest.approx((2 / 9 + 0.05) / 2)
-    again = merge([tmp_path / "out"], tmp_path / "datasets")
+    again = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
     assert again["added"] == {} and again["duplicates_skipped"] == {"gemm": 7}
 
 
 def test_merge_rejects_invalid_rows(tmp_path):
     _shard(tmp_path, "a_s000of001.parquet", [synthetic_row(desc_key="not the key")])
     with pytest.raises(ValueError, match=r"row 0: desc_key must be the description's key"):
-        merge([tmp_path / "out"], tmp_path / "datasets")
+        merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
     assert not (tmp_path / "datasets").exists()
 
 
@@ -145,7 +145,74 @@ def test_merge_keeps_ncu_rows_beside_cupti_rows_and_fills_model_tags(tmp_path):
     cupti = synthetic_row(m=64, latency=10.0)
     ncu = {**synthetic_row(m=64, latency=11.0), "timer": "ncu", "ncu__dram__bytes_read.sum": 5.0}
     append_rows(shard, "gemm", [cupti, ncu])
-    result = merge([tmp_path / "shard"], tmp_path / "datasets", tags={cupti["desc_key"]: {"model": "llama3_8b"}})
+    result = merge([tmp_path / "shard"], tmp_path / "datasets", allow_host_timers=True, tags={cupti["desc_key"]: {"model": "llama3_8b"}})
     assert result["added"] == {"gemm": 2}                     # same description, two timers: two rows
     frame = read_dataset(tmp_path / "datasets", "gemm")
     assert sorted(frame["timer"]) == ["ncu", "synthetic"] and set(frame["model"]) == {"llama3_8b"}
+
+
+def _append_many(path: str, start: int, count: int, batch: int) -> None:
+    """A writer process: ``count`` SYNTHETIC rows appended ``batch`` at a time."""
+    for i in range(start, start + count, batch):
+        append_rows(path, "gemm", [synthetic_row(m=m + 1, index=m) for m in range(i, i + batch)])
+
+
+def _read_many(path: str, rounds: int) -> int:
+    """A reader process: reads the file over and over while it is rewritten; returns the reads that worked."""
+    import time
+
+    seen = 0
+    for _ in range(rounds):
+        if os.path.exists(path):
+            dataset.read_parquet(path)
+            seen += 1
+        time.sleep(0.005)
+    return seen
+
+
+def test_two_writers_one_file_keep_every_row_and_readers_never_see_half_a_file(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing as mp
+
+    path = str(tmp_path / "gemm" / "f.parquet")
+    with ProcessPoolExecutor(3, mp_context=mp.get_context("spawn")) as pool:
+        writers = [pool.submit(_append_many, path, 0, 400, 20), pool.submit(_append_many, path, 400, 400, 20)]
+        reader = pool.submit(_read_many, path, 150)
+        [w.result() for w in writers]
+        assert reader.result() > 0
+    indices = pq.read_table(path, columns=["plan_index"]).column(0).to_pylist()
+    assert sorted(indices) == list(range(800))
+    assert [p.name for p in (tmp_path / "gemm").iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_row_writer_files_are_its_own_and_roll_over(tmp_path):
+    a = dataset.RowWriter(tmp_path, "s000of002", {"kernelcast.plan_id": "p"}, roll_rows=3)
+    b = dataset.RowWriter(tmp_path, "s000of002", {"kernelcast.plan_id": "p"}, roll_rows=3)
+    for i in range(4):
+        a.write([{**synthetic_row(m=i + 1, index=i), "gpu": "h200_sxm"}])
+        b.write([{**synthetic_row(m=i + 1, index=i), "gpu": "h200_sxm"}])
+    assert len(a.paths) == len(b.paths) == 2 and not set(a.paths) & set(b.paths)
+    assert [pq.read_table(p).num_rows for p in a.paths] == [3, 1]
+    for p in a.paths:
+        parts = dataset.parse_dataset_filename(p.name)
+        assert parts["source"] == "kernelcast" and dataset.shard_of(parts["shard"]) == "s000of002"
+        assert dataset.file_metadata(p)["kernelcast.plan_id"] == "p"
+
+
+def test_merge_of_writer_files_lands_in_the_shard_file_deduplicated(tmp_path):
+    for _ in range(2):                                 # two writers measured the same rows
+        w = dataset.RowWriter(tmp_path / "out", "s001of002")
+        w.write([synthetic_row(m=m, index=m) for m in (1, 2, 3)])
+    result = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
+    assert result["added"] == {"gemm": 3} and result["duplicates_skipped"] == {"gemm": 3}
+    assert [p.name for p in (tmp_path / "datasets" / "gemm").glob("*.parquet")] == [
+        "kernelcast_h200_sxm_20261129_s001of002.parquet"]
+
+
+def test_committed_datasets_hold_no_host_timer_rows():
+    from kernelcast.collect.merge import HOST_TIMERS
+
+    root = os.path.join(os.path.dirname(__file__), "..", "datasets")
+    files = dataset.parquet_files([root])
+    timers = set(dataset.read_table(files, ["timer"]).column(0).to_pylist())
+    assert timers and not timers & set(HOST_TIMERS)

@@ -97,3 +97,56 @@ def test_cli_plan_from_a_real_sweep(tmp_path, capsys):
     assert {e.desc.key() for e in plan.entries} == originals
     assert result["count"] == len(plan.entries) == len(originals) + result["repeats"]
     assert plan.header["gpu"] == "h200_sxm" and plan.header["sweeps"] == ["smoke"]
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--timeout", "nan", "argument --timeout: must be a finite number >= 0 (seconds); got 'nan'"),
+    ("--timeout", "inf", "argument --timeout: must be a finite number >= 0 (seconds); got 'inf'"),
+    ("--timeout", "0", "argument --timeout: must be a finite number > 0 (seconds); got '0'"),
+    ("--timeout", str(2 ** 1024), "argument --timeout: must be a finite number >= 0 (seconds); got '1797693"),
+    ("--budget-s", "-1", "argument --budget-s: must be a finite number >= 0 (seconds); got '-1'"),
+    ("--limit", str(2 ** 1024), "argument --limit: must be an integer in [1, 1000000000]; got '1797693"),
+    ("--chunk", "0", "argument --chunk: must be an integer in [1, 1000000000]; got '0'"),
+    ("--timer", "gpu", "argument --timer: invalid choice: 'gpu'")])
+def test_cli_run_flags_out_of_range_are_one_line_errors(flag, value, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["collect", "run", "--plan", "p.jsonl", "--out", "o", flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err and len(err) < 2000
+
+
+def test_cli_missing_plan_and_tags_files_are_one_line_errors(tmp_path, capsys):
+    assert cli.main(["collect", "run", "--plan", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)]) == 2
+    assert f"--plan file '{tmp_path / 'none.jsonl'}' does not exist" in capsys.readouterr().err
+    assert cli.main(["collect", "status", "--plan", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "in").mkdir()
+    assert cli.main(["collect", "merge", "--in", str(tmp_path / "in"), "--tags", str(tmp_path / "t.json")]) == 2
+    assert f"--tags file '{tmp_path / 't.json'}' cannot be read: No such file or directory" in capsys.readouterr().err
+    (tmp_path / "t.json").write_text("[1, 2")
+    assert cli.main(["collect", "merge", "--in", str(tmp_path / "in"), "--tags", str(tmp_path / "t.json")]) == 2
+    assert "is not valid JSON" in capsys.readouterr().err
+
+
+def test_tags_travel_in_the_plan_and_leave_untagged_plans_as_they_were(tmp_path):
+    plain = make_plan(descs(6), 0)
+    key = plain.entries[0].desc.key()
+    tagged = make_plan(descs(6), 0, tags={key: {"model": "qwen2_5_72b", "layer": "attn_qkv"}})
+    assert tagged.entries[0].tags == {"model": "qwen2_5_72b", "layer": "attn_qkv"}
+    assert [e.tags for e in tagged.entries if e.repeat_of == 0] in ([], [tagged.entries[0].tags])
+    assert "tags" not in plain.entries[0].to_dict() and plain.plan_id() != tagged.plan_id()
+    assert load_plan(save_plan(tagged, tmp_path / "t.jsonl")).entries == tagged.entries
+    lines = (tmp_path / "t.jsonl").read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["tags"] = ["model"]
+    (tmp_path / "t.jsonl").write_text("\n".join([lines[0], json.dumps(bad)] + lines[2:]) + "\n")
+    with pytest.raises(ValueError, match=r"t.jsonl:2: tags must be a JSON object; got \['model'\]"):
+        load_plan(tmp_path / "t.jsonl")
+
+
+def test_a_real_model_sweep_plan_carries_model_tags():
+    from kernelcast.collect.plan import build_plan
+
+    plan = build_plan(["gemm_cublas"], "H200", 0)
+    models = {e.tags.get("model") for e in plan.entries}
+    assert "llama3_8b" in models and all(e.tags == plan.entries[e.repeat_of].tags for e in plan.entries if e.repeat_of)
