@@ -1,7 +1,7 @@
 """The collector's entry point: measure descriptions with the CUPTI timer, outputs checked once per shape class.
 
-``measure_many`` times a whole batch in one profiler session (the fast path); ``measure`` is
-the one-description wrapper the worker calls. A backend's output is compared with a float64
+``measure_many`` times a whole batch in one profiler session (the runner's workers call it once per
+chunk). A backend's output is compared with a float64
 reference once per shape class (dtype x backend x layout/config, on a small shape); a failed
 check makes every description of that class an ``error`` row.
 """
@@ -12,7 +12,6 @@ from typing import Any, Iterable, Mapping
 from kernelcast.collect.api import LABEL_COLUMNS, Measurement
 from kernelcast.collect.timers import DEFAULT_REPEATS, DEFAULT_WARMUP, check_timing_args, time_batch
 from kernelcast.collect.workloads import get_backend
-from kernelcast.collect.workloads.common import unsupported
 from kernelcast.features.desc import Desc, parse_desc
 
 TIMER = "cupti"
@@ -93,13 +92,3 @@ def measure_many(descs: Iterable[Desc | Mapping[str, Any]], cache: str = "cold",
             status, message = classify(t.error)
             rows[i] = failure_row(status, message, cache)
     return rows
-
-
-def measure(desc: Desc | Mapping[str, Any], cache: str = "cold", repeats: int = DEFAULT_REPEATS) -> dict[str, Any]:
-    """One description's label row; raises ``Unsupported`` or the failure for anything not ``ok``."""
-    row = measure_many([desc], cache, repeats)[0]
-    if row["status"] == "unsupported":
-        raise unsupported(row["error"])
-    if row["status"] != "ok":
-        raise RuntimeError(row["error"])
-    return row
