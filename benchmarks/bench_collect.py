@@ -61,10 +61,11 @@ def compare(args) -> list[dict]:
     plan = write_plan(args.sweep, args.count, args.gpu_name, out / "plan.jsonl")
     ngpu = len(args.gpus.split(","))
     table = []
-    for name in ("shard", "local"):
-        folder = out / f"{name}_c{args.chunk}_{int(time.time())}"
-        cmd = _path_commands(plan, folder, args.gpus, args.timer, args.chunk, args.warmup_s)[name]
-        table.append(run_path(name, cmd, folder, ngpu, args.chunk))
+    for r in range(args.rounds):                      # ABBA order: the first run on a cold GPU favours neither path
+        for name in ("shard", "local") if r % 2 == 0 else ("local", "shard"):
+            folder = out / f"{name}_c{args.chunk}_r{r}_{int(time.time())}"
+            cmd = _path_commands(plan, folder, args.gpus, args.timer, args.chunk, args.warmup_s)[name]
+            table.append(run_path(name, cmd, folder, ngpu, args.chunk))
     for chunk in [int(c) for c in args.chunks.split(",") if c] if args.chunks else []:
         folder = out / f"shard_c{chunk}_{int(time.time())}"
         cmd = _path_commands(plan, folder, args.gpus, args.timer, chunk, args.warmup_s)["shard"]
@@ -84,6 +85,7 @@ def main(argv=None) -> None:
     p.add_argument("--timer", default="cupti", help="cupti on a GPU host; cpu for the CPU seam")
     p.add_argument("--chunk", type=int, default=32, help="configs per measuring call for both paths (default 32)")
     p.add_argument("--chunks", default="", help="also the shard path at these chunk sizes, e.g. 1,8,100")
+    p.add_argument("--rounds", type=int, default=2, help="runs of each path, in ABBA order (default 2)")
     p.add_argument("--warmup-s", type=float, default=3.0)
     p.add_argument("--json-out", help="where the JSON goes (default OUT/bench_collect.json with --compare)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
