@@ -10,6 +10,7 @@
 and writing are in the end-to-end figure; "busy" counts only the measuring calls. Results go to
 a table and to ``--json-out`` (default OUT/bench_collect.json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,38 @@ def write_plan(sweep: str, count: int, gpu: str, path: Path) -> Path:
 
 def _path_commands(plan: Path, out: Path, gpus: str, timer: str, chunk: int, warmup_s: float) -> dict[str, list[str]]:
     common = ["--timer", timer, "--chunk", str(chunk), "--warmup-s", str(warmup_s), "--json"]
-    return {"shard": [sys.executable, "-m", "kernelcast.collect.cli", "collect", "run", "--plan", str(plan),
-                      "--shard", "0/1", "--out", str(out), "--gpus", gpus, *common],
-            "local": [sys.executable, "-m", "kernelcast.collect.gpu_job", "--plan", str(plan), "--out", str(out),
-                      "--gpus", gpus, "--budget-s", "86400", *common]}
+    return {
+        "shard": [
+            sys.executable,
+            "-m",
+            "kernelcast.collect.cli",
+            "collect",
+            "run",
+            "--plan",
+            str(plan),
+            "--shard",
+            "0/1",
+            "--out",
+            str(out),
+            "--gpus",
+            gpus,
+            *common,
+        ],
+        "local": [
+            sys.executable,
+            "-m",
+            "kernelcast.collect.gpu_job",
+            "--plan",
+            str(plan),
+            "--out",
+            str(out),
+            "--gpus",
+            gpus,
+            "--budget-s",
+            "86400",
+            *common,
+        ],
+    }
 
 
 def run_path(name: str, cmd: list[str], out: Path, gpus: int, chunk: int) -> dict:
@@ -49,10 +78,17 @@ def run_path(name: str, cmd: list[str], out: Path, gpus: int, chunk: int) -> dic
         raise RuntimeError(f"{name} path failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
     busy = rates(out)
     configs = sum(r["configs"] for r in busy)
-    return {"path": name, "chunk": chunk, "gpus": gpus, "configs": configs,
-            "ok": sum(r["ok"] for r in busy), "busy_gpu_s": round(sum(r["gpu_seconds"] for r in busy), 1),
-            "busy_per_gpu_min": round(60 * configs / max(1e-9, sum(r["gpu_seconds"] for r in busy)), 1),
-            "wall_s": round(wall, 1), "end_to_end_per_gpu_min": round(60 * configs / (wall * gpus), 1)}
+    return {
+        "path": name,
+        "chunk": chunk,
+        "gpus": gpus,
+        "configs": configs,
+        "ok": sum(r["ok"] for r in busy),
+        "busy_gpu_s": round(sum(r["gpu_seconds"] for r in busy), 1),
+        "busy_per_gpu_min": round(60 * configs / max(1e-9, sum(r["gpu_seconds"] for r in busy)), 1),
+        "wall_s": round(wall, 1),
+        "end_to_end_per_gpu_min": round(60 * configs / (wall * gpus), 1),
+    }
 
 
 def compare(args) -> list[dict]:
@@ -61,7 +97,7 @@ def compare(args) -> list[dict]:
     plan = write_plan(args.sweep, args.count, args.gpu_name, out / "plan.jsonl")
     ngpu = len(args.gpus.split(","))
     table = []
-    for r in range(args.rounds):                      # ABBA order: the first run on a cold GPU favours neither path
+    for r in range(args.rounds):  # ABBA order: the first run on a cold GPU favours neither path
         for name in ("shard", "local") if r % 2 == 0 else ("local", "shard"):
             folder = out / f"{name}_c{args.chunk}_r{r}_{int(time.time())}"
             cmd = _path_commands(plan, folder, args.gpus, args.timer, args.chunk, args.warmup_s)[name]
@@ -95,8 +131,14 @@ def main(argv=None) -> None:
             p.error("--compare needs --out DIR")
         args.out = args.out_dir
         table = compare(args)
-        record = {"host": socket.gethostname(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "sweep": args.sweep, "count": args.count, "timer": args.timer, "rows": table}
+        record = {
+            "host": socket.gethostname(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "sweep": args.sweep,
+            "count": args.count,
+            "timer": args.timer,
+            "rows": table,
+        }
         target = Path(args.json_out or Path(args.out_dir) / "bench_collect.json")
         target.write_text(json.dumps(record, indent=1))
     elif args.out:

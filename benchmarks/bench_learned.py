@@ -5,6 +5,7 @@ Rows are real in-distribution descriptions (the aiconfigurator import), so dispa
 Usage: python benchmarks/bench_learned.py [--rows 200000] [--calls 2000] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/bench_learned.json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,19 +17,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from kernelcast import predict_latency, predict_many
+from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.features.desc import op_fields
 from kernelcast.features.vector import feature_columns
 from kernelcast.predictors.learned import load_model
-from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.training.data import load_rows
+
+from kernelcast import predict_latency, predict_many
 
 
 def covered_rows(op: str, model, n: int, seed: int = 0) -> pd.DataFrame:
     ensure_cache([op])
     rows = load_rows(op, sources=("aiconfigurator",))
-    rows = rows[[c for c in op_fields(op) if c in rows and rows[c].notna().any()]]     # all-null config: absent
+    rows = rows[[c for c in op_fields(op) if c in rows and rows[c].notna().any()]]  # all-null config: absent
     rows = rows[model.covers(op, rows)]
     return rows.sample(n, replace=len(rows) < n, random_state=seed).reset_index(drop=True)
 
@@ -59,10 +60,10 @@ def bench_op(op: str, rows: int, calls: int) -> dict | None:
         return None
     frame = covered_rows(op, model, max(rows, calls))
     arrays = {c: frame[c].to_numpy() for c in frame}
-    singles = [{c: a[i:i + 1] for c, a in arrays.items()} for i in range(calls)]
+    singles = [{c: a[i : i + 1] for c, a in arrays.items()} for i in range(calls)]
     descs = frame.head(calls).to_dict("records")
-    serve = lambda cols: model.predict({**cols, **feature_columns(cols, op)})    # noqa: E731 — the dict path
-    for i in range(50):                                         # warm caches
+    serve = lambda cols: model.predict({**cols, **feature_columns(cols, op)})  # noqa: E731 — the dict path
+    for i in range(50):  # warm caches
         serve(singles[i])
         predict_latency(descs[i])
     model_us = _timed(serve, singles)
@@ -72,11 +73,20 @@ def bench_op(op: str, rows: int, calls: int) -> dict | None:
     columns = {c: batch[c].to_numpy() for c in batch}
     learned_s, (p50, _, _) = _median_s(lambda: serve(columns))
     many_s, out = _median_s(lambda: predict_many(batch))
-    return {"op": op, "model": model.name, "calls": calls, "rows": len(batch),
-            "model_one_row_p50_us": float(np.median(model_us)), "model_one_row_p90_us": float(np.percentile(model_us, 90)),
-            "predict_latency_p50_us": float(np.median(api_us)), "predict_latency_p90_us": float(np.percentile(api_us, 90)),
-            "model_rows_per_s": len(batch) / learned_s, "predict_many_rows_per_s": len(batch) / many_s,
-            "learned_share": float((out["model"] == model.name).mean()), "finite": bool(np.isfinite(p50).all())}
+    return {
+        "op": op,
+        "model": model.name,
+        "calls": calls,
+        "rows": len(batch),
+        "model_one_row_p50_us": float(np.median(model_us)),
+        "model_one_row_p90_us": float(np.percentile(model_us, 90)),
+        "predict_latency_p50_us": float(np.median(api_us)),
+        "predict_latency_p90_us": float(np.percentile(api_us, 90)),
+        "model_rows_per_s": len(batch) / learned_s,
+        "predict_many_rows_per_s": len(batch) / many_s,
+        "learned_share": float((out["model"] == model.name).mean()),
+        "finite": bool(np.isfinite(p50).all()),
+    }
 
 
 def main() -> None:
@@ -86,8 +96,14 @@ def main() -> None:
     parser.add_argument("--json-out", default=str(Path(__file__).with_name("results") / "bench_learned.json"))
     args = parser.parse_args()
     results = [r for op in ("gemm", "attention", "moe", "collective") if (r := bench_op(op, args.rows, args.calls))]
-    cols = ["op", "model_one_row_p50_us", "predict_latency_p50_us", "model_rows_per_s", "predict_many_rows_per_s",
-            "learned_share"]
+    cols = [
+        "op",
+        "model_one_row_p50_us",
+        "predict_latency_p50_us",
+        "model_rows_per_s",
+        "predict_many_rows_per_s",
+        "learned_share",
+    ]
     print("  ".join(f"{c:>24}" for c in cols))
     for r in results:
         print("  ".join(f"{r[c]:>24,.1f}" if isinstance(r[c], float) else f"{r[c]:>24}" for c in cols))

@@ -6,6 +6,7 @@ leave-one-GPU-out / leave-one-rank-count-out table of the learned correction.
 
     .venv/bin/python benchmarks/bench_nccl_model.py [--learned] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,11 +16,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from kernelcast.features.ops.collective import collective_features
+from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.nccl_model import nccl_time_for_gpu
-from kernelcast.collect.importers.aiconfigurator import ensure_cache
+from kernelcast.features.ops.collective import collective_features
 from kernelcast.training.collective_eval import ape, ape_stats, format_rows, holdout_table, load_rows, with_features
 
 
@@ -43,8 +43,13 @@ def pick_agreement(ours: Path) -> dict:
 
     rows = read_table(parquet_files([ours])).to_pandas()
     rows = rows[rows["nccl_algo"].notna()]
-    est = nccl_time_for_gpu(rows["collective"].to_numpy(), rows["bytes"].to_numpy(), rows["ranks"].to_numpy(),
-                            rows["ranks_per_node"].to_numpy(), get_gpu(rows["gpu"].iloc[0]))
+    est = nccl_time_for_gpu(
+        rows["collective"].to_numpy(),
+        rows["bytes"].to_numpy(),
+        rows["ranks"].to_numpy(),
+        rows["ranks_per_node"].to_numpy(),
+        get_gpu(rows["gpu"].iloc[0]),
+    )
     proto = np.char.upper(est.proto.astype(str)) == rows["nccl_proto"].str.upper().to_numpy()
     same = (est.algo == rows["nccl_algo"].to_numpy()) & proto
     return {"rows": int(len(rows)), "agree": float(same.mean()) if len(rows) else float("nan")}
@@ -72,13 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     ensure_cache(["collective"])
     frame = load_rows()
     table = accuracy_table(frame)
-    print(f"{'source':<15}{'gpu':<21}{'collective':<16}{'n':>5}  {'med%':>6} {'p90%':>6}  {'med>=1MiB':>9} {'p90>=1MiB':>9}")
+    print(
+        f"{'source':<15}{'gpu':<21}{'collective':<16}{'n':>5}  {'med%':>6} {'p90%':>6}  "
+        f"{'med>=1MiB':>9} {'p90>=1MiB':>9}"
+    )
     for r in table:
-        print(f"{r['source']:<15}{r['gpu']:<21}{r['collective']:<16}{r['n']:>5}  {r['median']:6.1f} {r['p90']:6.1f}  "
-              f"{r['median_1mib']:9.1f} {r['p90_1mib']:9.1f}")
-    result = {"rows": int(len(frame)), "nccl_model": table,
-              "pick_agreement_kernelcast": pick_agreement(Path(__file__).resolve().parent.parent / "datasets" / "collective"),
-              "speed": speed()}
+        print(
+            f"{r['source']:<15}{r['gpu']:<21}{r['collective']:<16}{r['n']:>5}  {r['median']:6.1f} {r['p90']:6.1f}  "
+            f"{r['median_1mib']:9.1f} {r['p90_1mib']:9.1f}"
+        )
+    result = {
+        "rows": int(len(frame)),
+        "nccl_model": table,
+        "pick_agreement_kernelcast": pick_agreement(Path(__file__).resolve().parent.parent / "datasets" / "collective"),
+        "speed": speed(),
+    }
     print(f"pick agreement with NCCL's logged choice: {result['pick_agreement_kernelcast']}; speed {result['speed']}")
     if args.learned:
         feats = with_features(frame)

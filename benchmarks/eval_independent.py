@@ -5,6 +5,7 @@ measured in their own pass), beside the analytical model, per op and backend.
 Usage: python benchmarks/eval_independent.py [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_independent.json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,23 +14,22 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from kernelcast import predict_many
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import op_names
 from kernelcast.training.data import load_rows
 
+from kernelcast import predict_many
+
 
 def _stats(pred: np.ndarray, measured: np.ndarray) -> dict[str, float]:
     ape = np.abs(pred / measured - 1)
-    return {"median_ape": float(np.median(ape)), "p90_ape": float(np.quantile(ape, 0.9)),
-            "mape": float(ape.mean())}
+    return {"median_ape": float(np.median(ape)), "p90_ape": float(np.quantile(ape, 0.9)), "mape": float(ape.mean())}
 
 
 def evaluate(op: str) -> list[dict]:
     try:
         rows = load_rows(op, sources=("kernelcast",), roles=("test",))
-    except ValueError:                                            # no test files for this op
+    except ValueError:  # no test files for this op
         return []
     descs = rows[[c for c in op_fields(op) if c in rows]]
     learned = predict_many(descs)
@@ -40,12 +40,18 @@ def evaluate(op: str) -> list[dict]:
         mine = (rows["backend"] == backend).to_numpy()
         got = learned[mine]
         inside = (measured[mine] >= got["low_us"].to_numpy()) & (measured[mine] <= got["high_us"].to_numpy())
-        out.append({"op": op, "backend": backend, "rows": int(mine.sum()),
-                    "learned": _stats(got["latency_us"].to_numpy(dtype=np.float64), measured[mine]),
-                    "analytical": _stats(analytical["latency_us"].to_numpy(dtype=np.float64)[mine], measured[mine]),
-                    "interval_coverage": float(inside.mean()),
-                    "learned_share": float(got["model"].str.startswith("learned").mean()),
-                    "in_distribution_share": float(got["in_distribution"].mean())})
+        out.append(
+            {
+                "op": op,
+                "backend": backend,
+                "rows": int(mine.sum()),
+                "learned": _stats(got["latency_us"].to_numpy(dtype=np.float64), measured[mine]),
+                "analytical": _stats(analytical["latency_us"].to_numpy(dtype=np.float64)[mine], measured[mine]),
+                "interval_coverage": float(inside.mean()),
+                "learned_share": float(got["model"].str.startswith("learned").mean()),
+                "in_distribution_share": float(got["in_distribution"].mean()),
+            }
+        )
     return out
 
 
@@ -54,12 +60,17 @@ def main() -> None:
     ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_independent.json")
     args = ap.parse_args()
     table = [r for op in op_names() for r in evaluate(op)]
-    head = f"{'op':<10}{'backend':<9}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  {'cov80':>6}  {'in-dist':>7}"
+    head = (
+        f"{'op':<10}{'backend':<9}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
+        f"{'cov80':>6}  {'in-dist':>7}"
+    )
     print(head)
     for r in table:
         pct = lambda s: f"{s['median_ape'] * 100:5.1f} /{s['p90_ape'] * 100:5.1f}%"
-        print(f"{r['op']:<10}{r['backend']:<9}{r['rows']:>6}  {pct(r['learned']):>16}  {pct(r['analytical']):>19}  "
-              f"{r['interval_coverage'] * 100:5.1f}%  {r['in_distribution_share'] * 100:6.1f}%")
+        print(
+            f"{r['op']:<10}{r['backend']:<9}{r['rows']:>6}  {pct(r['learned']):>16}  {pct(r['analytical']):>19}  "
+            f"{r['interval_coverage'] * 100:5.1f}%  {r['in_distribution_share'] * 100:6.1f}%"
+        )
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(pd.json_normalize(table).to_dict("records"), indent=1))
 

@@ -7,6 +7,7 @@ and zero crashes is the bar.
 
 Usage: python benchmarks/probe_robustness.py [--cases 10000] [--json-out PATH]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,27 +23,96 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from kernelcast.features.desc import parse_desc
 
 from kernelcast import predict_latency, predict_many
-from kernelcast.features.desc import parse_desc
 
 VALID = {
     "gemm": {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096},
-    "gemm_triton": {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "triton", "m": 512, "n": 512, "k": 512,
-                    "config": {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 8,
-                               "num_stages": 3, "split_k": 1}},
-    "attention": {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": 2, "heads_q": 32,
-                  "heads_kv": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "causal": False},
-    "moe": {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "triton", "tokens": 64, "hidden": 4096,
-            "ffn": 1408, "experts": 64, "top_k": 6,
-            "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}},
-    "collective": {"op": "collective", "gpu": "H200", "dtype": "bf16", "backend": "nccl", "collective": "all_reduce",
-                   "bytes": 1 << 20, "ranks": 2},
+    "gemm_triton": {
+        "op": "gemm",
+        "gpu": "H200",
+        "dtype": "bf16",
+        "backend": "triton",
+        "m": 512,
+        "n": 512,
+        "k": 512,
+        "config": {
+            "block_m": 128,
+            "block_n": 128,
+            "block_k": 64,
+            "group_m": 8,
+            "num_warps": 8,
+            "num_stages": 3,
+            "split_k": 1,
+        },
+    },
+    "attention": {
+        "op": "attention",
+        "gpu": "H200",
+        "dtype": "bf16",
+        "backend": "flash",
+        "batch": 2,
+        "heads_q": 32,
+        "heads_kv": 8,
+        "seq_q": 1,
+        "seq_kv": 4096,
+        "head_dim": 128,
+        "causal": False,
+    },
+    "moe": {
+        "op": "moe",
+        "gpu": "H200",
+        "dtype": "bf16",
+        "backend": "triton",
+        "tokens": 64,
+        "hidden": 4096,
+        "ffn": 1408,
+        "experts": 64,
+        "top_k": 6,
+        "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3},
+    },
+    "collective": {
+        "op": "collective",
+        "gpu": "H200",
+        "dtype": "bf16",
+        "backend": "nccl",
+        "collective": "all_reduce",
+        "bytes": 1 << 20,
+        "ranks": 2,
+    },
 }
-JUNK = [None, float("nan"), float("inf"), -1, 0, 1, 3, 2 ** 70, 2 ** 1100, 1.5, 4096.0, True, np.bool_(True),
-        np.int64(7), "", "x" * 100_000, "bf16", "bfloat16", "torch.float16", "fp8", [1, 2], {"a": 1}, (), "nt", "nn"]
-KEYS = sorted({k for v in VALID.values() for k in v} | {"batch", "layout", "out_dtype", "gated", "distribution",
-                                                       "in_place", "ranks_per_node", "bacth", "op"})
+JUNK = [
+    None,
+    float("nan"),
+    float("inf"),
+    -1,
+    0,
+    1,
+    3,
+    2**70,
+    2**1100,
+    1.5,
+    4096.0,
+    True,
+    np.bool_(True),
+    np.int64(7),
+    "",
+    "x" * 100_000,
+    "bf16",
+    "bfloat16",
+    "torch.float16",
+    "fp8",
+    [1, 2],
+    {"a": 1},
+    (),
+    "nt",
+    "nn",
+]
+KEYS = sorted(
+    {k for v in VALID.values() for k in v}
+    | {"batch", "layout", "out_dtype", "gated", "distribution", "in_place", "ranks_per_node", "bacth", "op"}
+)
 
 
 def _outcome(call) -> tuple[str, object]:
@@ -53,7 +123,7 @@ def _outcome(call) -> tuple[str, object]:
         text = str(exc)
         named = "kernel_desc" in text or "predictor" in text
         return ("error" if named else "unnamed-error"), text.removeprefix("row 0: ")
-    except Exception as exc:                                  # a crash: what the probe exists to find
+    except Exception as exc:  # a crash: what the probe exists to find
         return "crash", f"{type(exc).__name__}: {exc}"[:200]
 
 
@@ -69,15 +139,17 @@ def _mutate(rng: random.Random) -> dict:
 
 
 def probe_descriptions(cases: int, seed: int = 7) -> dict:
-    """Random hostile descriptions through parse_desc, predict_latency, predict_many (list and frame)."""
+    """Random hostile descriptions through parse_desc, predict_latency and predict_many on a list."""
     rng = random.Random(seed)
     tally = Counter()
     examples = {}
     for _ in range(cases):
         d = _mutate(rng)
-        outs = {"parse": _outcome(lambda: 1.0 if parse_desc(d) else 0.0),
-                "predict_latency": _outcome(lambda: predict_latency(d).latency_us),
-                "predict_many": _outcome(lambda: predict_many([d])["latency_us"].iloc[0])}
+        outs = {
+            "parse": _outcome(lambda d=d: 1.0 if parse_desc(d) else 0.0),
+            "predict_latency": _outcome(lambda d=d: predict_latency(d).latency_us),
+            "predict_many": _outcome(lambda d=d: predict_many([d])["latency_us"].iloc[0]),
+        }
         kinds = {v[0] for v in outs.values()}
         if kinds & {"crash", "unnamed-error"}:
             verdict = "crash"
@@ -108,7 +180,7 @@ def probe_indexes() -> dict:
             got = predict_many(frame)["latency_us"].to_numpy()
             ok = np.allclose(got, [single[p] for p in picks]) and list(predict_many(frame).index) == index
             tally["agree" if ok else "wrong"] += 1
-        except Exception as exc:                                   # noqa: BLE001 - counted, not hidden
+        except Exception as exc:  # noqa: BLE001 - counted, not hidden
             tally["crash"] += 1
             print("index probe crash:", exc, file=sys.stderr)
     return {"probe": "mixed-op frames, odd indexes", "cases": 200, **tally}
@@ -125,9 +197,20 @@ def probe_model_files() -> dict:
     from kernelcast.predictors import learned
 
     tally, examples = Counter(), {}
-    edits = [("flip", ".forest.npz"), ("truncate", ".forest.npz"), ("remove", ".forest.npz"), ("flip", ".ubj"),
-             ("truncate", ".ubj"), ("truncate", ".quantile.ubj"), ("truncate", ".json"), ("garbage", ".json"),
-             ("drop:covered", ".json"), ("drop:files", ".json"), ("nan-offset", ".json"), ("features", ".json")]
+    edits = [
+        ("flip", ".forest.npz"),
+        ("truncate", ".forest.npz"),
+        ("remove", ".forest.npz"),
+        ("flip", ".ubj"),
+        ("truncate", ".ubj"),
+        ("truncate", ".quantile.ubj"),
+        ("truncate", ".json"),
+        ("garbage", ".json"),
+        ("drop:covered", ".json"),
+        ("drop:files", ".json"),
+        ("nan-offset", ".json"),
+        ("features", ".json"),
+    ]
     for op in ("gemm", "attention", "moe", "collective"):
         if not (learned.MODEL_DIR / f"{op}.json").exists():
             continue
@@ -142,8 +225,12 @@ def probe_model_files() -> dict:
                 tally[verdict] += 1
                 if verdict != "clear-error":
                     examples[f"{op}{suffix}:{how}"] = text
-    return {"probe": "corrupted model files (4 ops x 12 faults)", "cases": sum(tally.values()), **tally,
-            "examples": examples}
+    return {
+        "probe": "corrupted model files (4 ops x 12 faults)",
+        "cases": sum(tally.values()),
+        **tally,
+        "examples": examples,
+    }
 
 
 def _apply(path: Path, how: str) -> None:
@@ -174,11 +261,11 @@ def _load_and_predict(learned, op: str, folder: Path) -> tuple[str, str]:
         model = learned.load_model(op, folder)
         if model is None:
             return "silent", "no model"
-        model._load_boosters()                       # a batch would read the boosters: read them now
+        model._load_boosters()  # a batch would read the boosters: read them now
         return "silent", "served"
     except learned.ModelFileError as exc:
         return ("clear-error" if str(folder) in str(exc) else "unnamed-error"), str(exc)[:200]
-    except Exception as exc:                         # noqa: BLE001 - counted as a crash
+    except Exception as exc:  # noqa: BLE001 - counted as a crash
         return "crash", f"{type(exc).__name__}: {exc}"[:200]
     finally:
         learned._load.cache_clear()

@@ -1,16 +1,18 @@
 """The ``kernelcast collect`` commands: plan, run, merge, status (argparse; thin shells over one function each)."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernelcast.collect.worker import DEFAULT_TIMEOUT_S, TIMERS
 
-MAX_INT_FLAG = 10 ** 9         # no count flag needs more
+MAX_INT_FLAG = 10**9  # no count flag needs more
 
 
 def _shown(text: str) -> str:
@@ -88,19 +90,34 @@ def _plan(args: argparse.Namespace) -> int:
     plan = build_plan(args.sweep, args.gpu, args.seed, args.repeat_share)
     path = save_plan(plan, args.out)
     repeats = sum(e.repeat_of is not None for e in plan.entries)
-    result = {"plan": str(path), "plan_id": plan.plan_id(), "count": len(plan.entries), "repeats": repeats,
-              "sweeps": args.sweep, "gpu": args.gpu, "seed": args.seed}
-    _emit(args, result, lambda r: f"plan {r['plan']}: {r['count']} entries ({r['repeats']} re-measurements), "
-                                  f"sweeps {','.join(r['sweeps'])}, gpu {r['gpu']}, seed {r['seed']}")
+    result = {
+        "plan": str(path),
+        "plan_id": plan.plan_id(),
+        "count": len(plan.entries),
+        "repeats": repeats,
+        "sweeps": args.sweep,
+        "gpu": args.gpu,
+        "seed": args.seed,
+    }
+    _emit(
+        args,
+        result,
+        lambda r: (
+            f"plan {r['plan']}: {r['count']} entries ({r['repeats']} re-measurements), "
+            f"sweeps {','.join(r['sweeps'])}, gpu {r['gpu']}, seed {r['seed']}"
+        ),
+    )
     return 0
 
 
 def _run_text(r: dict[str, Any]) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in r["status_counts"].items()) or "nothing"
     head = "interrupted" if r["interrupted"] else "done"
-    return (f"shard {r['shard']} {head}: measured {r['measured']} ({counts}); {r['already_done']} were done, "
-            f"{r['left']} left; {r['rows_per_min']} rows/min; {r['restarts']} worker restarts\n"
-            + "\n".join(f"  {f}" for f in r["files"]))
+    return (
+        f"shard {r['shard']} {head}: measured {r['measured']} ({counts}); {r['already_done']} were done, "
+        f"{r['left']} left; {r['rows_per_min']} rows/min; {r['restarts']} worker restarts\n"
+        + "\n".join(f"  {f}" for f in r["files"])
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -108,11 +125,21 @@ def _run(args: argparse.Namespace) -> int:
 
     if not Path(args.plan).is_file():
         raise ValueError(f"--plan file {args.plan!r} does not exist")
-    config = RunConfig(gpus=tuple(args.gpus), timer=args.measure or args.timer, cache=args.cache,
-                       repeats=args.repeats, chunk=args.chunk, timeout_s=args.timeout, warmup_s=args.warmup_s,
-                       budget_s=args.budget_s, limit=args.limit, retry_failed=args.retry_failed,
-                       precompile_workers=args.precompile_workers, progress=not args.json)
-    result = run_shard(args.plan, args.shard[0], args.shard[1], args.out, config)   # SIGTERM/Ctrl-C: flush, stop
+    config = RunConfig(
+        gpus=tuple(args.gpus),
+        timer=args.measure or args.timer,
+        cache=args.cache,
+        repeats=args.repeats,
+        chunk=args.chunk,
+        timeout_s=args.timeout,
+        warmup_s=args.warmup_s,
+        budget_s=args.budget_s,
+        limit=args.limit,
+        retry_failed=args.retry_failed,
+        precompile_workers=args.precompile_workers,
+        progress=not args.json,
+    )
+    result = run_shard(args.plan, args.shard[0], args.shard[1], args.out, config)  # SIGTERM/Ctrl-C: flush, stop
     _emit(args, result, _run_text)
     return {None: 0, "SIGTERM": 143}.get(result["signal"], 130)
 
@@ -122,12 +149,20 @@ def _merge(args: argparse.Namespace) -> int:
 
     tags = _json_file("--tags", args.tags) if args.tags else None
     if tags is not None and not isinstance(tags, dict):
-        raise ValueError(f"--tags file {args.tags!r} must hold a JSON object (desc_key -> tags); "
-                         f"got {type(tags).__name__}")
+        raise ValueError(
+            f"--tags file {args.tags!r} must hold a JSON object (desc_key -> tags); got {type(tags).__name__}"
+        )
     result = merge(args.inputs, args.datasets, tags, allow_host_timers=args.allow_host_timers)
-    _emit(args, result, lambda r: f"merged {r['rows_in']} rows: added {r['added'] or 'none'}, duplicates "
-                                  f"skipped {r['duplicates_skipped'] or 'none'}\n" + format_noise(r["noise"])
-                                  + "".join(f"\n  {f}" for f in r["files"]))
+    _emit(
+        args,
+        result,
+        lambda r: (
+            f"merged {r['rows_in']} rows: added {r['added'] or 'none'}, duplicates "
+            f"skipped {r['duplicates_skipped'] or 'none'}\n"
+            + format_noise(r["noise"])
+            + "".join(f"\n  {f}" for f in r["files"])
+        ),
+    )
     return 0
 
 
@@ -137,8 +172,14 @@ def _status(args: argparse.Namespace) -> int:
     if not Path(args.plan).is_file():
         raise ValueError(f"--plan file {args.plan!r} does not exist")
     result = plan_status(args.plan, args.out)
-    _emit(args, result, lambda r: f"plan {r['plan']}: {r['entries']} entries, {r['done']} done, failed "
-                                  f"{r['failed'] or 'none'}, {r['missing']} missing")
+    _emit(
+        args,
+        result,
+        lambda r: (
+            f"plan {r['plan']}: {r['entries']} entries, {r['done']} done, failed "
+            f"{r['failed'] or 'none'}, {r['missing']} missing"
+        ),
+    )
     return 0
 
 
@@ -149,10 +190,14 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     collect = subparsers.add_parser("collect", help="measure kernels: plan, run shards, merge into datasets/")
     sub = collect.add_subparsers(dest="collect_command", required=True, metavar="{plan,run,merge,status}")
     p = sub.add_parser("plan", help="write a deterministic, seeded plan of descriptions from named sweeps")
-    p.add_argument("--sweep", type=_names_arg, required=True, help="sweep name(s), comma-separated (collect/sweeps/<name>.toml)")
+    p.add_argument(
+        "--sweep", type=_names_arg, required=True, help="sweep name(s), comma-separated (collect/sweeps/<name>.toml)"
+    )
     p.add_argument("--gpu", required=True, help="GPU name or alias, e.g. H200")
     p.add_argument("--seed", type=int, default=0, help="shuffle and sampling seed (default 0)")
-    p.add_argument("--repeat-share", type=float, default=0.1, help="share re-measured for the noise floor, >= 0.1 (default 0.1)")
+    p.add_argument(
+        "--repeat-share", type=float, default=0.1, help="share re-measured for the noise floor, >= 0.1 (default 0.1)"
+    )
     p.add_argument("--out", required=True, help="plan file to write (JSON lines)")
     p.set_defaults(func=_plan)
     r = sub.add_parser("run", help="measure one shard of a plan (resumable), one worker per GPU")
@@ -160,28 +205,49 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     r.add_argument("--shard", type=_shard_arg, default=(0, 1), help="i/N: entries with index %% N == i (default 0/1)")
     r.add_argument("--out", required=True, help="output folder (rows land in OUT/<op>/*_sIIIofNNN.parquet)")
     r.add_argument("--gpus", type=gpus_arg, default=[0], help="GPU indices, one worker each (default 0)")
-    r.add_argument("--timer", choices=sorted(TIMERS), default="cupti",
-                   help="measuring backend: cupti (GPU device time) or cpu (wall time of CPU GEMMs: the CI seam)")
+    r.add_argument(
+        "--timer",
+        choices=sorted(TIMERS),
+        default="cupti",
+        help="measuring backend: cupti (GPU device time) or cpu (wall time of CPU GEMMs: the CI seam)",
+    )
     r.add_argument("--measure", default=None, help="a batch measure function 'module:function' instead of --timer")
     r.add_argument("--cache", choices=("cold", "warm"), default="cold", help="L2 state before each call (default cold)")
     r.add_argument("--repeats", type=positive_int, default=None, help="timed calls per config (default: the timer's)")
-    r.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK,
-                   help=f"configs per measuring call, one profiler session (default {DEFAULT_CHUNK})")
-    r.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S,
-                   help="seconds per config before the worker is restarted (finite)")
-    r.add_argument("--warmup-s", type=finite_float, default=3.0, help="the timer's warm-up per worker start (default 3)")
+    r.add_argument(
+        "--chunk",
+        type=positive_int,
+        default=DEFAULT_CHUNK,
+        help=f"configs per measuring call, one profiler session (default {DEFAULT_CHUNK})",
+    )
+    r.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        help="seconds per config before the worker is restarted (finite)",
+    )
+    r.add_argument(
+        "--warmup-s", type=finite_float, default=3.0, help="the timer's warm-up per worker start (default 3)"
+    )
     r.add_argument("--budget-s", type=finite_float, default=None, help="start no chunk after this many seconds")
     r.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
     r.add_argument("--limit", type=positive_int, default=None, help="measure at most this many configs this run")
-    r.add_argument("--precompile-workers", type=int, default=0,
-                   help="compile the plan's Triton configs in this many processes meanwhile (the whole plan's)")
+    r.add_argument(
+        "--precompile-workers",
+        type=int,
+        default=0,
+        help="compile the plan's Triton configs in this many processes meanwhile (the whole plan's)",
+    )
     r.set_defaults(func=_run)
     m = sub.add_parser("merge", help="validate and deduplicate shard files into datasets/<op>/, report noise")
     m.add_argument("--in", dest="inputs", nargs="+", required=True, help="shard output folders or parquet files")
     m.add_argument("--datasets", default="datasets", help="datasets root (default datasets/)")
     m.add_argument("--tags", help="a JSON file desc_key -> sweep tags: fills an empty model column (older shard files)")
-    m.add_argument("--allow-host-timers", action="store_true",
-                   help="accept rows of the cpu/synthetic timers (never for the committed datasets/)")
+    m.add_argument(
+        "--allow-host-timers",
+        action="store_true",
+        help="accept rows of the cpu/synthetic timers (never for the committed datasets/)",
+    )
     m.set_defaults(func=_merge)
     s = sub.add_parser("status", help="what of a plan is done, failed, missing in an output folder")
     s.add_argument("--plan", required=True)

@@ -5,20 +5,22 @@ description names, and ``collect merge`` refuses them for a datasets folder (the
 training data). ``cache="cold"`` writes a buffer larger than a CPU's last-level cache before
 each call; one torch thread per process, so workers side by side do not share cores.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kernelcast.collect.api import LABEL_COLUMNS, Measurement
 from kernelcast.collect.timers import check_timing_args
 from kernelcast.features.desc import Desc, parse_desc
 
 TIMER = "cpu"
-DEFAULT_REPEATS = 3            # timed calls per config
-DEFAULT_WARMUP = 1             # untimed calls per config before the timed ones
-FLUSH_BYTES = 64 << 20         # written before each cold call: > a server CPU's last-level cache
-MAX_FLOPS = 2e9                # larger GEMMs are refused: seconds per call on a small CPU
+DEFAULT_REPEATS = 3  # timed calls per config
+DEFAULT_WARMUP = 1  # untimed calls per config before the timed ones
+FLUSH_BYTES = 64 << 20  # written before each cold call: > a server CPU's last-level cache
+MAX_FLOPS = 2e9  # larger GEMMs are refused: seconds per call on a small CPU
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
 
 
@@ -61,11 +63,15 @@ def warm_up(seconds: float = 0.0) -> dict[str, float]:
         a @ a
         calls += 1
     elapsed = time.perf_counter() - start
-    return {"seconds": elapsed, "gflops": calls * 2 * 256 ** 3 / elapsed / 1e9}
+    return {"seconds": elapsed, "gflops": calls * 2 * 256**3 / elapsed / 1e9}
 
 
-def measure_many(descs: Iterable[Desc | Mapping[str, Any]], cache: str = "cold", repeats: int = DEFAULT_REPEATS,
-                 warmup: int = DEFAULT_WARMUP) -> list[dict[str, Any]]:
+def measure_many(
+    descs: Iterable[Desc | Mapping[str, Any]],
+    cache: str = "cold",
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[dict[str, Any]]:
     """Label rows for each description, in order: median wall time of ``repeats`` CPU calls."""
     import torch
 

@@ -1,4 +1,5 @@
 """Measured-row parquet files: the schema, atomic locked append, per-writer files, reading, and provenance."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,12 +14,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op
@@ -29,17 +30,32 @@ NCU_PREFIX = "ncu__"
 _FILENAME_RE = re.compile(r"^(?P<source>[^_]+)_(?P<gpu>.+)_(?P<date>\d{8})_(?P<shard>[A-Za-z0-9]+)\.parquet$")
 #: a writer's file: the shard tag, then ``w<writer token>p<part>`` (one writer per file, ever)
 _WRITER_RE = re.compile(r"^(?P<tag>s\d{3}of\d{3})w[0-9a-f]+p\d+$")
-ROLL_ROWS = 1024               # a writer starts a new file past this many rows (each flush rewrites one file)
+ROLL_ROWS = 1024  # a writer starts a new file past this many rows (each flush rewrites one file)
 #: columns after the description, labels, ncu metrics and provenance
 #: ``model``: the real model whose layer a shape is (from the sweep's tags), null for grid/random shapes
 ROW_ID_COLUMNS = ("desc_key", "plan_index", "repeat_of", "model")
 
 #: op-specific columns after the common ones (collectives: what the NCCL job records per case)
-OP_EXTRA_COLUMNS = {"collective": {"host_loop_us": pa.float64(), "graph_calls": pa.int64(),
-                                   "nccl_model_us": pa.float64(), "nccl_algo": pa.string(), "nccl_proto": pa.string(),
-                                   "nccl_channels": pa.int64(), "topology": pa.string(), "nccl_env": pa.string()}}
-_LABEL_TYPES = {"latency_us": pa.float64(), "p10_us": pa.float64(), "p90_us": pa.float64(),
-                "repeats": pa.int64(), "kernel_count": pa.int64(), "sm_clock_hz": pa.float64()}
+OP_EXTRA_COLUMNS = {
+    "collective": {
+        "host_loop_us": pa.float64(),
+        "graph_calls": pa.int64(),
+        "nccl_model_us": pa.float64(),
+        "nccl_algo": pa.string(),
+        "nccl_proto": pa.string(),
+        "nccl_channels": pa.int64(),
+        "topology": pa.string(),
+        "nccl_env": pa.string(),
+    }
+}
+_LABEL_TYPES = {
+    "latency_us": pa.float64(),
+    "p10_us": pa.float64(),
+    "p90_us": pa.float64(),
+    "repeats": pa.int64(),
+    "kernel_count": pa.int64(),
+    "sm_clock_hz": pa.float64(),
+}
 _ROW_ID_TYPES = {"desc_key": pa.string(), "plan_index": pa.int64(), "repeat_of": pa.int64(), "model": pa.string()}
 
 
@@ -53,7 +69,7 @@ def _desc_type(op: str, name: str) -> pa.DataType:
 def row_schema(op: str, ncu_columns: Iterable[str] = (), extra_columns: Iterable[str] = ()) -> pa.Schema:
     """The arrow schema of one op family's rows; optional columns last: ``ncu__`` metrics (float64,
     sorted), then the op's own ``OP_EXTRA_COLUMNS`` named in ``extra_columns`` (in their order)."""
-    get_op(op)                                    # an unknown op names the known ones
+    get_op(op)  # an unknown op names the known ones
     fields = [pa.field(n, _desc_type(op, n)) for n in op_fields(op)]
     fields += [pa.field(n, _LABEL_TYPES.get(n, pa.string())) for n in LABEL_COLUMNS]
     fields += [pa.field(n, pa.float64()) for n in sorted(set(ncu_columns))]
@@ -119,8 +135,9 @@ def file_lock(path: str | os.PathLike, wait_s: float | None = None) -> Iterator[
                 break
             except OSError as exc:
                 if exc.errno == errno.ENOLCK:
-                    raise OSError(f"{path}: this filesystem refuses file locks (ENOLCK); write to a local "
-                                  "or lock-capable folder") from None
+                    raise OSError(
+                        f"{path}: this filesystem refuses file locks (ENOLCK); write to a local or lock-capable folder"
+                    ) from None
                 if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
                     raise LockBusy(f"{path} is held by another process") from None
                 time.sleep(0.05)
@@ -155,9 +172,11 @@ def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema, where:
     for i, row in enumerate(rows):
         unknown = sorted(set(row) - names)
         if unknown:
-            raise ValueError(f"{where}: row {i} has column {unknown[0]!r} that the schema lacks; "
-                             f"allowed: description fields, {', '.join(LABEL_COLUMNS)}, {NCU_PREFIX}<metric>, "
-                             f"{', '.join(PROVENANCE_COLUMNS)}, {', '.join(ROW_ID_COLUMNS)}")
+            raise ValueError(
+                f"{where}: row {i} has column {unknown[0]!r} that the schema lacks; "
+                f"allowed: description fields, {', '.join(LABEL_COLUMNS)}, {NCU_PREFIX}<metric>, "
+                f"{', '.join(PROVENANCE_COLUMNS)}, {', '.join(ROW_ID_COLUMNS)}"
+            )
     try:
         return pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -196,18 +215,23 @@ def file_metadata(path: str | os.PathLike) -> dict[str, str]:
 def _check_existing(table: pa.Table, expected: pa.Schema, path: Path) -> None:
     version = (table.schema.metadata or {}).get(SCHEMA_KEY, b"?").decode()
     if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema version {version!r} in the file, this code writes "
-                         f"{SCHEMA_VERSION!r}; write to a new folder or migrate the file")
+        raise ValueError(
+            f"{path}: schema version {version!r} in the file, this code writes "
+            f"{SCHEMA_VERSION!r}; write to a new folder or migrate the file"
+        )
     have, want = base_columns(table.column_names), base_columns(expected.names)
     if have != want:
         missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
-        raise ValueError(f"{path}: the file's columns differ from this run's (missing in file: "
-                         f"{missing or 'none'}; only in file: {extra or 'none'}; order differs: "
-                         f"{not missing and not extra}); refusing to append misaligned rows")
+        raise ValueError(
+            f"{path}: the file's columns differ from this run's (missing in file: "
+            f"{missing or 'none'}; only in file: {extra or 'none'}; order differs: "
+            f"{not missing and not extra}); refusing to append misaligned rows"
+        )
 
 
-def append_rows(path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, Any]],
-                metadata: Mapping[str, str] | None = None) -> int:
+def append_rows(
+    path: str | os.PathLike, op: str, rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, str] | None = None
+) -> int:
     """Append rows of one op to ``path`` by an atomic rewrite (old + new); returns the row count.
 
     ``metadata`` keys (``kernelcast.<name>``) are stored in the file with the schema version.
@@ -235,8 +259,7 @@ def _append_locked(path: Path, op: str, rows: Sequence[Mapping[str, Any]], metad
         for name, col in nulls.items():
             old = old.append_column(name, col)
         parts.insert(0, old.select(schema.names).cast(schema))
-    meta = {**(file_metadata(path) if old is not None else {}), **(metadata or {}),
-            SCHEMA_KEY.decode(): SCHEMA_VERSION}
+    meta = {**(file_metadata(path) if old is not None else {}), **(metadata or {}), SCHEMA_KEY.decode(): SCHEMA_VERSION}
     table = pa.concat_tables(parts).replace_schema_metadata(meta)
     write_atomic(table, path)
     return table.num_rows
@@ -251,12 +274,17 @@ class RowWriter:
     starts, so a flush costs at most one small file.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, tag: str, metadata: Mapping[str, str] | None = None,
-                 roll_rows: int = ROLL_ROWS):
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        tag: str,
+        metadata: Mapping[str, str] | None = None,
+        roll_rows: int = ROLL_ROWS,
+    ):
         self.out_dir, self.tag, self.roll_rows = Path(out_dir), tag, roll_rows
         self.meta = {**dict(metadata or {}), SCHEMA_KEY.decode(): SCHEMA_VERSION}
         self.token = secrets.token_hex(3)
-        self.current: dict[tuple[str, str, str], tuple[Path, list]] = {}   # (op, source, gpu) -> (file, rows)
+        self.current: dict[tuple[str, str, str], tuple[Path, list]] = {}  # (op, source, gpu) -> (file, rows)
         self.parts = 0
         self.paths: list[Path] = []
 
@@ -369,7 +397,15 @@ def provenance(source: str, method: str) -> dict[str, str | None]:
     gpu_host = driver is not None or Path("/dev/kfd").exists() or "torch" in sys.modules
     facts = _torch_facts() if gpu_host else {"gpu_name": None, "cuda": None, "nccl": None}
     repo = Path(__file__).resolve().parent.parent
-    return {"source": source, **facts, "driver": driver, "torch": _dist_version("torch"),
-            "triton": _dist_version("triton"), "collector_version": _dist_version("kernelcast"),
-            "git_rev": os.environ.get("KERNELCAST_GIT_REV") or _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
-            "host": socket.gethostname(), "time": utc_now(), "method": method}
+    return {
+        "source": source,
+        **facts,
+        "driver": driver,
+        "torch": _dist_version("torch"),
+        "triton": _dist_version("triton"),
+        "collector_version": _dist_version("kernelcast"),
+        "git_rev": os.environ.get("KERNELCAST_GIT_REV") or _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
+        "host": socket.gethostname(),
+        "time": utc_now(),
+        "method": method,
+    }

@@ -8,6 +8,7 @@ The CUPTI pass is ``shard.run_shard`` on shard 0/1 with one worker per GPU: the 
 ``kernelcast collect run --plan P --shard i/N`` (resume, crash attribution, SIGTERM, locking).
 ``OUT/timing.jsonl`` records wall seconds per measuring call and timer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-NCU_OUT = "ncu"               # the ncu pass writes under OUT/ncu/<op>/ (its rows share plan indices with CUPTI's)
+NCU_OUT = "ncu"  # the ncu pass writes under OUT/ncu/<op>/ (its rows share plan indices with CUPTI's)
 
 
 def _log(out: Path, record: dict) -> None:
@@ -39,16 +41,25 @@ def run_cupti(args, gpus: Sequence[str]) -> dict[str, Any]:
     """The plan as one shard over every local GPU, through the one runner (``shard.run_shard``)."""
     from kernelcast.collect.shard import RunConfig, run_shard
 
-    config = RunConfig(gpus=tuple(int(g) for g in gpus), timer=args.timer, cache=args.cache, repeats=args.repeats,
-                       chunk=args.chunk, timeout_s=args.timeout, warmup_s=args.warmup_s,
-                       budget_s=max(0.0, args.deadline - time.time()), retry_failed=args.retry_failed,
-                       precompile_workers=args.precompile_workers, progress=not args.json)
+    config = RunConfig(
+        gpus=tuple(int(g) for g in gpus),
+        timer=args.timer,
+        cache=args.cache,
+        repeats=args.repeats,
+        chunk=args.chunk,
+        timeout_s=args.timeout,
+        warmup_s=args.warmup_s,
+        budget_s=max(0.0, args.deadline - time.time()),
+        retry_failed=args.retry_failed,
+        precompile_workers=args.precompile_workers,
+        progress=not args.json,
+    )
     return run_shard(Path(args.out) / "plan.jsonl", 0, 1, args.out, config)
 
 
 #: not profiled with ncu: hundreds of kernels per call, each replayed once per metric pass
 NCU_SKIP = {("moe", "torch")}
-NCU_CHUNK = 200              # default descriptions per ncu process (progress is written after each)
+NCU_CHUNK = 200  # default descriptions per ncu process (progress is written after each)
 
 
 def _ncu_pick(plan, count: int) -> list:
@@ -74,9 +85,20 @@ def _ncu_row(metrics: dict | None) -> dict[str, Any]:
         return failure_row("error", "ncu profiled no kernel for this description", "cold") | {"timer": "ncu"}
     t = metrics["ncu__time_us"]
     extra = {k: v for k, v in metrics.items() if k != "ncu__time_us"}
-    return {"latency_us": t, "p10_us": t, "p90_us": t, "repeats": 1, "kernel_count": int(metrics["ncu__kernel_count"]),
-            "kernel_names": None, "timer": "ncu", "cache": "cold",
-            "sm_clock_hz": metrics.get("ncu__sm__cycles_elapsed.avg.per_second"), "status": "ok", "error": None, **extra}
+    return {
+        "latency_us": t,
+        "p10_us": t,
+        "p90_us": t,
+        "repeats": 1,
+        "kernel_count": int(metrics["ncu__kernel_count"]),
+        "kernel_names": None,
+        "timer": "ncu",
+        "cache": "cold",
+        "sm_clock_hz": metrics.get("ncu__sm__cycles_elapsed.avg.per_second"),
+        "status": "ok",
+        "error": None,
+        **extra,
+    }
 
 
 def run_ncu(args, gpus: Sequence[str]) -> None:
@@ -93,7 +115,7 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
     done = _done_ncu(out)
     picked = [e for e in picked if e.index not in done]
     prov = provenance("kernelcast", "ncu")
-    parts = [picked[i::len(gpus)] for i in range(len(gpus))]
+    parts = [picked[i :: len(gpus)] for i in range(len(gpus))]
 
     def one(i: int) -> None:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus[i]}
@@ -103,14 +125,34 @@ def run_ncu(args, gpus: Sequence[str]) -> None:
             if time.time() > args.deadline:
                 _log(out, {"event": "deadline", "shard": tag, "timer": "ncu-skipped", "left": len(parts[i]) - k})
                 return
-            chunk = parts[i][k:k + args.ncu_chunk]
+            chunk = parts[i][k : k + args.ncu_chunk]
             start = time.perf_counter()
             metrics = ncu.run_batch([e.desc for e in chunk], out / f"ncu_{i}", env=env)
-            writer.write([{**e.desc.to_row(), **_ncu_row(m), **prov, "time": utc_now(), "desc_key": e.desc.key(),
-                           "plan_index": e.index, "repeat_of": e.repeat_of, "model": e.tags.get("model")}
-                          for e, m in zip(chunk, metrics)])
-            _log(out, {"timer": "ncu", "shard": tag, "wall_s": time.perf_counter() - start, "configs": len(chunk),
-                       "ok": sum(m is not None for m in metrics)})
+            writer.write(
+                [
+                    {
+                        **e.desc.to_row(),
+                        **_ncu_row(m),
+                        **prov,
+                        "time": utc_now(),
+                        "desc_key": e.desc.key(),
+                        "plan_index": e.index,
+                        "repeat_of": e.repeat_of,
+                        "model": e.tags.get("model"),
+                    }
+                    for e, m in zip(chunk, metrics)
+                ]
+            )
+            _log(
+                out,
+                {
+                    "timer": "ncu",
+                    "shard": tag,
+                    "wall_s": time.perf_counter() - start,
+                    "configs": len(chunk),
+                    "ok": sum(m is not None for m in metrics),
+                },
+            )
 
     with ThreadPoolExecutor(len(gpus)) as pool:
         list(pool.map(one, range(len(gpus))))
@@ -131,8 +173,16 @@ def rates(out: str | os.PathLike) -> list[dict[str, Any]]:
             t[0] += rec["wall_s"]
             t[1] += rec["configs"]
             t[2] += rec["ok"]
-    return [{"timer": k, "configs": v[1], "ok": v[2], "gpu_seconds": round(v[0], 1),
-             "configs_per_gpu_minute": round(60 * v[1] / v[0], 1) if v[0] else None} for k, v in totals.items()]
+    return [
+        {
+            "timer": k,
+            "configs": v[1],
+            "ok": v[2],
+            "gpu_seconds": round(v[0], 1),
+            "configs_per_gpu_minute": round(60 * v[1] / v[0], 1) if v[0] else None,
+        }
+        for k, v in totals.items()
+    ]
 
 
 def summary(out: str | os.PathLike) -> list[dict[str, Any]]:
@@ -174,15 +224,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default="cold", choices=("cold", "warm"))
     p.add_argument("--repeats", type=positive_int, default=None, help="timed calls per config (default: the timer's)")
     p.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK, help="configs per measuring call")
-    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds per config before a restart")
+    p.add_argument(
+        "--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds per config before a restart"
+    )
     p.add_argument("--warmup-s", type=finite_float, default=3.0)
     p.add_argument("--retry-failed", action="store_true", help="measure again the configs recorded as failed")
     p.add_argument("--ncu-count", type=int, default=0, help="plan entries also profiled with ncu")
-    p.add_argument("--budget-s", type=finite_float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds")
+    p.add_argument(
+        "--budget-s", type=finite_float, default=480.0, help="start no batch (CUPTI or ncu) after this many seconds"
+    )
     p.add_argument("--ncu-chunk", type=positive_int, default=NCU_CHUNK, help="descriptions per ncu process")
     p.add_argument("--no-cupti", action="store_true", help="skip the CUPTI sweep (e.g. an ncu-only call)")
-    p.add_argument("--precompile-workers", type=int, default=0,
-                   help="compile the plan's Triton configs in this many processes while the GPU measures (collect.precompile)")
+    p.add_argument(
+        "--precompile-workers",
+        type=int,
+        default=0,
+        help="compile the plan's Triton configs in this many processes while the GPU measures (collect.precompile)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
 
@@ -213,8 +271,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_ncu(args, gpus)
     except ValueError as exc:
         parser.exit(2, f"gpu_job: error: {exc}\n")
-    result = {"run": run, "ncu_wall_s": round(time.perf_counter() - start, 1), "rates": rates(out),
-              "rows": summary(out)}
+    result = {
+        "run": run,
+        "ncu_wall_s": round(time.perf_counter() - start, 1),
+        "rates": rates(out),
+        "rows": summary(out),
+    }
     (out / "summary.json").write_text(json.dumps(result, indent=1))
     if args.json:
         print(json.dumps(result))
@@ -222,8 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_table(result["rows"])
         _print_table(result["rates"])
         if run:
-            print(f"measured {run['measured']} in {run['elapsed_s']} s, {run['left']} left, "
-                  f"{run['restarts']} worker restarts{' (interrupted)' if run['interrupted'] else ''}")
+            print(
+                f"measured {run['measured']} in {run['elapsed_s']} s, {run['left']} left, "
+                f"{run['restarts']} worker restarts{' (interrupted)' if run['interrupted'] else ''}"
+            )
     return {None: 0, "SIGTERM": 143}.get(run["signal"], 130) if run else 0
 
 

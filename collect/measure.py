@@ -5,9 +5,11 @@ chunk). A backend's output is compared with a float64
 reference once per shape class (dtype x backend x layout/config, on a small shape); a failed
 check makes every description of that class an ``error`` row.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kernelcast.collect.api import LABEL_COLUMNS, Measurement
 from kernelcast.collect.timers import DEFAULT_REPEATS, DEFAULT_WARMUP, check_timing_args, time_batch
@@ -59,6 +61,7 @@ def _preparer(backend: Any, desc: Desc):
     def prepare():
         _checked(backend, desc)
         return backend.prepare(desc)
+
     return prepare
 
 
@@ -71,8 +74,12 @@ def skip_reason(desc: Desc) -> tuple[Any, str | None]:
     return backend, backend.supports(desc, None)
 
 
-def measure_many(descs: Iterable[Desc | Mapping[str, Any]], cache: str = "cold",
-                 repeats: int = DEFAULT_REPEATS, warmup: int = DEFAULT_WARMUP) -> list[dict[str, Any]]:
+def measure_many(
+    descs: Iterable[Desc | Mapping[str, Any]],
+    cache: str = "cold",
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[dict[str, Any]]:
     """Label rows (``Measurement.to_row()`` or a failure row) for each description, in order."""
     check_timing_args(cache, repeats, warmup)
     parsed = [parse_desc(d) for d in descs]

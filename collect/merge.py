@@ -1,17 +1,26 @@
 """Merging shard files into ``datasets/<op>/``: validation, deduplication, and the measured noise floor."""
+
 from __future__ import annotations
 
 import math
 import os
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
-
 from kernelcast.collect.api import CACHE_STATES, STATUSES
-from kernelcast.collect.dataset import (append_rows, dataset_filename, parquet_files, parse_dataset_filename,
-                                        file_lock, read_parquet, read_table, shard_of)
+from kernelcast.collect.dataset import (
+    append_rows,
+    dataset_filename,
+    file_lock,
+    parquet_files,
+    parse_dataset_filename,
+    read_parquet,
+    read_table,
+    shard_of,
+)
 from kernelcast.features.desc import from_row
 
 #: a row's identity in a dataset: first measured wins; re-measurements are told apart by time
@@ -64,12 +73,19 @@ def _existing_identities(datasets_root: Path, op: str) -> set[tuple]:
 def _target(datasets_root: Path, row: Mapping[str, Any], src: Path) -> Path:
     parts = parse_dataset_filename(src.name)
     date = str(row["time"])[:10].replace("-", "")
-    return datasets_root / row["op"] / dataset_filename(row["source"], row["gpu"], date,
-                                                        shard_of(parts["shard"]) if parts else "merged")
+    return (
+        datasets_root
+        / row["op"]
+        / dataset_filename(row["source"], row["gpu"], date, shard_of(parts["shard"]) if parts else "merged")
+    )
 
 
-def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.PathLike,
-          tags: Mapping[str, Mapping[str, Any]] | None = None, allow_host_timers: bool = False) -> dict[str, Any]:
+def merge(
+    shard_files: Iterable[str | os.PathLike],
+    datasets_root: str | os.PathLike,
+    tags: Mapping[str, Mapping[str, Any]] | None = None,
+    allow_host_timers: bool = False,
+) -> dict[str, Any]:
     """Validate shard files, drop rows already in ``datasets_root``, append the rest; report noise.
 
     Originals are deduplicated on (desc_key, cache, source, status, timer), the first measured kept;
@@ -83,7 +99,7 @@ def merge(shard_files: Iterable[str | os.PathLike], datasets_root: str | os.Path
         raise ValueError(f"merge inputs hold no parquet files: {[str(f) for f in shard_files]}")
     rows = _read_inputs(files, tags, allow_host_timers)
     root.mkdir(parents=True, exist_ok=True)
-    with file_lock(root):                          # two merges into one root: the second sees the first's rows
+    with file_lock(root):  # two merges into one root: the second sees the first's rows
         return _merge_locked(rows, files, root)
 
 
@@ -93,8 +109,10 @@ def _read_inputs(files, tags, allow_host_timers: bool) -> list[tuple[dict, Path]
         for i, row in enumerate(read_parquet(path).to_pylist()):
             validate_row(row, path, i)
             if row.get("timer") in HOST_TIMERS and not allow_host_timers:
-                raise ValueError(f"{path}: row {i}: timer {row['timer']!r} times the host, not a GPU; such rows "
-                                 "are never merged into a datasets folder (--allow-host-timers for a scratch one)")
+                raise ValueError(
+                    f"{path}: row {i}: timer {row['timer']!r} times the host, not a GPU; such rows "
+                    "are never merged into a datasets folder (--allow-host-timers for a scratch one)"
+                )
             if tags and not row.get("model"):
                 row["model"] = (tags.get(row["desc_key"]) or {}).get("model")
             rows.append((row, path))
@@ -121,9 +139,14 @@ def _merge_locked(rows: list[tuple[dict, Path]], files: list[Path], root: Path) 
         append_rows(target, op, batch)
         added[op] += len(batch)
     noise = noise_floor(read_table(files, NOISE_COLUMNS).to_pandas())
-    return {"inputs": [str(f) for f in files], "rows_in": len(rows), "added": dict(sorted(added.items())),
-            "duplicates_skipped": dict(sorted(skipped.items())),
-            "files": sorted({str(t) for _, t in batches}), "noise": noise}
+    return {
+        "inputs": [str(f) for f in files],
+        "rows_in": len(rows),
+        "added": dict(sorted(added.items())),
+        "duplicates_skipped": dict(sorted(skipped.items())),
+        "files": sorted({str(t) for _, t in batches}),
+        "noise": noise,
+    }
 
 
 def noise_floor(frame) -> dict[str, dict[str, float]]:
@@ -149,5 +172,7 @@ def format_noise(noise: Mapping[str, Mapping[str, float]]) -> str:
     """Human lines: ``gemm: 41 pairs, |Δ| median 1.3%, p90 6.6%, p99 22.0%``."""
     if not noise:
         return "noise: no re-measured pairs with an ok original"
-    return "\n".join(f"noise {op}: {v['pairs']} pairs, |Δ| median {v['median']:.1%}, p90 {v['p90']:.1%}, "
-                     f"p99 {v['p99']:.1%}" for op, v in sorted(noise.items()))
+    return "\n".join(
+        f"noise {op}: {v['pairs']} pairs, |Δ| median {v['median']:.1%}, p90 {v['p90']:.1%}, p99 {v['p99']:.1%}"
+        for op, v in sorted(noise.items())
+    )

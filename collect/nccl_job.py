@@ -7,6 +7,7 @@ collection path uses (``DIR/collective/kernelcast_<gpu>_<yyyymmdd>_s000of001w<id
 a file per run; a rerun resumes). SIGTERM (Slurm preemption) ends the sweep after the case in
 flight, its row written. Also ``DIR/topo.txt``, ``DIR/nccl.<host>.<pid>.log`` and a JSON summary.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,19 +21,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from kernelcast.collect import dataset
 from kernelcast.collect.workloads import collective as W
-from kernelcast.features.ops.collective import COLLECTIVES, CollectiveDesc
 from kernelcast.features.gpu import get_gpu, resolve_gpu_name
+from kernelcast.features.ops.collective import COLLECTIVES, CollectiveDesc
+from tqdm import tqdm
 
 #: columns collective rows carry beyond the common schema
 EXTRA_COLUMNS = dataset.OP_EXTRA_COLUMNS["collective"]
 TAG = "s000of001"
-METHOD = ("torch.distributed NCCL; graph_calls back-to-back calls captured in a CUDA graph, replays timed "
-          "with CUDA events after a 4-byte all_reduce aligns the ranks; per-call time, max over ranks, "
-          "median over replays")
+METHOD = (
+    "torch.distributed NCCL; graph_calls back-to-back calls captured in a CUDA graph, replays timed "
+    "with CUDA events after a 4-byte all_reduce aligns the ranks; per-call time, max over ranks, "
+    "median over replays"
+)
 PRESETS = {
     "smoke": {"collectives": COLLECTIVES, "dtypes": ("bf16",), "sizes": [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28]},
     "full": {"collectives": COLLECTIVES, "dtypes": ("bf16", "fp32", "fp16", "int8"), "sizes": W.sizes()},
@@ -41,10 +43,10 @@ PRESETS = {
 
 @dataclass(frozen=True)
 class JobConfig:
-    out: Path                 # output folder
-    preset: str = "full"      # which grid (PRESETS)
-    budget_s: float = 240.0   # no new case starts after this many seconds of sweeping
-    repeat_every: int = 10    # re-measure every n-th case at the end (noise floor); 0 = none
+    out: Path  # output folder
+    preset: str = "full"  # which grid (PRESETS)
+    budget_s: float = 240.0  # no new case starts after this many seconds of sweeping
+    repeat_every: int = 10  # re-measure every n-th case at the end (noise floor); 0 = none
 
 
 def _files(cfg: JobConfig) -> list[Path]:
@@ -60,12 +62,12 @@ def _rows(cfg: JobConfig) -> list[dict]:
 def _plan(cfg: JobConfig, world: int, gpu: str) -> list[tuple[int, CollectiveDesc, int | None]]:
     """(plan index, description, repeat_of): each dtype's grid, then every n-th case of it again."""
     grid = PRESETS[cfg.preset]
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))       # torchrun / Slurm: GPUs per node
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))  # torchrun / Slurm: GPUs per node
     descs = W.sweep(grid["collectives"], grid["dtypes"], grid["sizes"], world, gpu, local)
     plan, repeats = [], len(descs)
     for dtype in grid["dtypes"]:
         block = [(i, d, None) for i, d in enumerate(descs) if d.dtype == dtype]
-        again = block[::cfg.repeat_every] if cfg.repeat_every else []
+        again = block[:: cfg.repeat_every] if cfg.repeat_every else []
         plan += block + [(repeats + j, d, i) for j, (i, d, _) in enumerate(again)]
         repeats += len(again)
     return plan
@@ -73,9 +75,10 @@ def _plan(cfg: JobConfig, world: int, gpu: str) -> list[tuple[int, CollectiveDes
 
 def _sm_clock_hz() -> float | None:
     import torch
+
     try:
         return float(torch.cuda.clock_rate()) * 1e6
-    except Exception:                                    # pynvml missing or NVML refused: not recorded
+    except Exception:  # pynvml missing or NVML refused: not recorded
         return None
 
 
@@ -97,7 +100,7 @@ def _measure(desc: CollectiveDesc, rank: int, world: int, model_us: float) -> di
         row.update(W.summarize(timing.samples_us), host_loop_us=timing.host_loop_us)
     except torch.cuda.OutOfMemoryError as exc:
         row.update(status="oom", error=str(exc).splitlines()[0])
-    except RuntimeError as exc:                           # e.g. a capture torch refuses: recorded, sweep goes on
+    except RuntimeError as exc:  # e.g. a capture torch refuses: recorded, sweep goes on
         row.update(status="error", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     finally:
         call = None
@@ -123,7 +126,6 @@ def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
     """The sweep on one rank; rank 0 writes each row as it is measured; SIGTERM stops after the case in flight."""
     import torch
     import torch.distributed as dist
-
     from kernelcast.features.nccl_model import nccl_time_for_gpu
 
     stop = []
@@ -148,15 +150,32 @@ def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
             break
         if decision == SKIP:
             continue
-        model_us = float(nccl_time_for_gpu(desc.collective, desc.bytes, desc.ranks, desc.ranks_per_node,
-                                           get_gpu(gpu)).time_us)
+        model_us = float(
+            nccl_time_for_gpu(desc.collective, desc.bytes, desc.ranks, desc.ranks_per_node, get_gpu(gpu)).time_us
+        )
         result = _measure(desc, rank, world, model_us)
         if writer is not None:
-            writer.write([{**desc.to_row(), "kernel_count": None, "kernel_names": None, "timer": "cuda_graph",
-                           "cache": "warm", "sm_clock_hz": _sm_clock_hz(), **result, **prov,
-                           "time": dataset.utc_now(), "desc_key": desc.key(), "plan_index": i,
-                           "repeat_of": repeat_of, "nccl_model_us": model_us,
-                           "topology": W.topology_summary(topo), "nccl_env": W.env_json(env)}])
+            writer.write(
+                [
+                    {
+                        **desc.to_row(),
+                        "kernel_count": None,
+                        "kernel_names": None,
+                        "timer": "cuda_graph",
+                        "cache": "warm",
+                        "sm_clock_hz": _sm_clock_hz(),
+                        **result,
+                        **prov,
+                        "time": dataset.utc_now(),
+                        "desc_key": desc.key(),
+                        "plan_index": i,
+                        "repeat_of": repeat_of,
+                        "nccl_model_us": model_us,
+                        "topology": W.topology_summary(topo),
+                        "nccl_env": W.env_json(env),
+                    }
+                ]
+            )
     dist.barrier()
     dist.destroy_process_group()
 
@@ -218,14 +237,22 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, lambda signum, frame: [p.terminate() for p in ranks.processes])
         while not ranks.join():
             pass
-    summary = {"host": socket.gethostname(), "world": world, "seconds": round(time.time() - start, 1),
-               **_annotate_from_logs(cfg, world)}
+    summary = {
+        "host": socket.gethostname(),
+        "world": world,
+        "seconds": round(time.time() - start, 1),
+        **_annotate_from_logs(cfg, world),
+    }
     rows = _rows(cfg)
     summary["rows"] = len(rows)
     summary["status"] = {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}}
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary, indent=1) if args.json else
-          f"{summary['rows']} rows in {summary['seconds']} s, status {summary['status']}", file=sys.stdout)
+    print(
+        json.dumps(summary, indent=1)
+        if args.json
+        else f"{summary['rows']} rows in {summary['seconds']} s, status {summary['status']}",
+        file=sys.stdout,
+    )
     return 0
 
 

@@ -8,25 +8,35 @@ appended with ``-S``). ``size`` is our ``bytes``; ranks = threads × GPUs × pro
 
 ``python -m kernelcast.collect.nccl_tests FILE... --out PATH.parquet [--json]``
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from kernelcast.features.desc import parse_desc
-from kernelcast.features.ops.collective import COLLECTIVES
 from kernelcast.features.gpu import resolve_gpu_name
+from kernelcast.features.ops.collective import COLLECTIVES
 
 #: nccl-tests binary -> our collective name
-PROGRAMS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
-            "alltoall_perf": "all_to_all", "broadcast_perf": "broadcast", "sendrecv_perf": "send_recv"}
+PROGRAMS = {
+    "all_reduce_perf": "all_reduce",
+    "all_gather_perf": "all_gather",
+    "reduce_scatter_perf": "reduce_scatter",
+    "alltoall_perf": "all_to_all",
+    "broadcast_perf": "broadcast",
+    "sendrecv_perf": "send_recv",
+}
 #: nccl type names -> our dtypes
 DTYPES = {"half": "fp16", "bfloat16": "bf16", "float": "fp32", "int8": "int8", "f8e4m3": "fp8_e4m3"}
-RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.+?)\s*$")
+RANK_RE = re.compile(
+    r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.+?)\s*$"
+)
 RUN_RE = re.compile(r"^# nThread (\d+) nGpus (\d+) .*?iters: (\d+) agg iters: (\d+)")
 VERSION_RE = re.compile(r"nccl-library=(\d+)")
 
@@ -35,14 +45,20 @@ def _nccl_version(code: int | None) -> str | None:
     """NCCL_VERSION_CODE -> "2.28.9" (codes >= 2.9 are major*10000 + minor*100 + patch)."""
     if not code:
         return None
-    return f"{code // 10000}.{code // 100 % 100}.{code % 100}" if code >= 20900 else f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    return (
+        f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+        if code >= 20900
+        else f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    )
 
 
 def _collective(program: str) -> str:
     name = Path(program).name
     if name not in PROGRAMS:
-        raise ValueError(f"nccl-tests program must be one of {', '.join(PROGRAMS)} (collectives "
-                         f"{', '.join(COLLECTIVES)}); got {name!r}")
+        raise ValueError(
+            f"nccl-tests program must be one of {', '.join(PROGRAMS)} (collectives "
+            f"{', '.join(COLLECTIVES)}); got {name!r}"
+        )
     return PROGRAMS[name]
 
 
@@ -54,20 +70,56 @@ def _dtype(name: str) -> str:
 
 def _row(run: dict, size: int, nccl_type: str, in_place: bool, time_us: float, wrong: str | float | None) -> dict:
     """One dataset row: description, label, provenance."""
-    desc = parse_desc({"op": "collective", "gpu": run["gpu"], "dtype": _dtype(nccl_type), "backend": "nccl",
-                       "collective": run["collective"], "bytes": size, "ranks": run["ranks"],
-                       "ranks_per_node": run["ranks_per_node"], "in_place": in_place})
+    desc = parse_desc(
+        {
+            "op": "collective",
+            "gpu": run["gpu"],
+            "dtype": _dtype(nccl_type),
+            "backend": "nccl",
+            "collective": run["collective"],
+            "bytes": size,
+            "ranks": run["ranks"],
+            "ranks_per_node": run["ranks_per_node"],
+            "in_place": in_place,
+        }
+    )
     bad = wrong not in (None, "N/A") and float(wrong) > 0
-    return {**desc.to_row(), "latency_us": time_us, "p10_us": None, "p90_us": None, "repeats": run["repeats"],
-            "kernel_count": None, "kernel_names": None, "timer": run["timer"], "cache": "warm", "sm_clock_hz": None,
-            "status": "error" if bad else "ok", "error": f"{wrong} wrong elements" if bad else None,
-            "source": "nccl-tests", "gpu_name": run["gpu_name"], "driver": None, "cuda": None, "torch": None,
-            "triton": None, "nccl": run["nccl"], "collector_version": None, "git_rev": None,
-            "host": run["host"], "time": run.get("time"), "method": run["method"]}
+    return {
+        **desc.to_row(),
+        "latency_us": time_us,
+        "p10_us": None,
+        "p90_us": None,
+        "repeats": run["repeats"],
+        "kernel_count": None,
+        "kernel_names": None,
+        "timer": run["timer"],
+        "cache": "warm",
+        "sm_clock_hz": None,
+        "status": "error" if bad else "ok",
+        "error": f"{wrong} wrong elements" if bad else None,
+        "source": "nccl-tests",
+        "gpu_name": run["gpu_name"],
+        "driver": None,
+        "cuda": None,
+        "torch": None,
+        "triton": None,
+        "nccl": run["nccl"],
+        "collector_version": None,
+        "git_rev": None,
+        "host": run["host"],
+        "time": run.get("time"),
+        "method": run["method"],
+    }
 
 
-def _run_facts(program: str, ranks: list[tuple[str, str]], repeats: int | None, timer: str, nccl: str | None,
-               start: str | None = None) -> dict:
+def _run_facts(
+    program: str,
+    ranks: list[tuple[str, str]],
+    repeats: int | None,
+    timer: str,
+    nccl: str | None,
+    start: str | None = None,
+) -> dict:
     """What every row of one test shares; ``ranks`` = (host, device name) per rank."""
     if not ranks:
         raise ValueError(f"nccl-tests output of {program!r} has no '#  Rank' device lines; cannot tell ranks or GPU")
@@ -76,9 +128,19 @@ def _run_facts(program: str, ranks: list[tuple[str, str]], repeats: int | None, 
     if len(names) > 1:
         raise ValueError(f"nccl-tests run mixes GPUs {sorted(names)}; one GPU model per run is supported")
     name = names.pop()
-    return {"collective": _collective(program), "ranks": len(ranks), "ranks_per_node": len(ranks) // len(hosts),
-            "gpu": resolve_gpu_name(name), "gpu_name": name, "host": ",".join(hosts), "repeats": repeats,
-            "timer": timer, "nccl": nccl, "time": start, "method": f"nccl-tests {Path(program).name}"}
+    return {
+        "collective": _collective(program),
+        "ranks": len(ranks),
+        "ranks_per_node": len(ranks) // len(hosts),
+        "gpu": resolve_gpu_name(name),
+        "gpu_name": name,
+        "host": ",".join(hosts),
+        "repeats": repeats,
+        "timer": timer,
+        "nccl": nccl,
+        "time": start,
+        "method": f"nccl-tests {Path(program).name}",
+    }
 
 
 def parse_text(text: str) -> list[dict]:
@@ -105,12 +167,13 @@ def parse_text(text: str) -> list[dict]:
 def _text_rows(fields: list[str], run: dict, per_iter: bool) -> list[dict]:
     width = 8 if per_iter else 4
     if len(fields) < 5 + 2 * width:
-        raise ValueError(f"nccl-tests data line has {len(fields)} fields, expected at least {5 + 2 * width}: "
-                         f"{' '.join(fields)!r}")
+        raise ValueError(
+            f"nccl-tests data line has {len(fields)} fields, expected at least {5 + 2 * width}: {' '.join(fields)!r}"
+        )
     size, _count, nccl_type = int(fields[0]), fields[1], fields[2]
     out = []
     for k, in_place in ((0, False), (1, True)):
-        block = fields[5 + k * width: 5 + (k + 1) * width]
+        block = fields[5 + k * width : 5 + (k + 1) * width]
         out.append(_row(run, size, nccl_type, in_place, float(block[0]), block[3]))
     return out
 
@@ -132,8 +195,16 @@ def parse_json(doc: dict | str) -> list[dict]:
         for key, in_place in (("out_of_place", False), ("in_place", True)):
             if res.get(key):
                 b = res[key]
-                rows.append(_row(run, int(res["size"]), res["type"], in_place, float(b.get("time", b.get("cpu_time"))),
-                                 b.get("nwrong")))
+                rows.append(
+                    _row(
+                        run,
+                        int(res["size"]),
+                        res["type"],
+                        in_place,
+                        float(b.get("time", b.get("cpu_time"))),
+                        b.get("nwrong"),
+                    )
+                )
     return rows
 
 

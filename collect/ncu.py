@@ -1,4 +1,5 @@
-"""Nsight Compute runner: a batch of descriptions in ONE ncu process, NVTX range per config, raw CSV parsed into ``ncu__`` columns.
+"""Nsight Compute runner: a batch of descriptions in ONE ncu process, an NVTX range per config, raw CSV parsed
+into ``ncu__`` columns.
 
 ``run_batch`` writes a plan, runs ``ncu ... python -m kernelcast.collect.ncu --child --plan P``
 (each config's call inside ``kc<index>``), exports ``ncu -i rep --csv --page raw --print-units
@@ -6,6 +7,7 @@ base`` and aggregates per config: durations and bytes summed, percentages and th
 duration-weighted, launch facts of the longest kernel. Clocks are never touched
 (``--clock-control none``); ncu's default cache control flushes caches between passes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,18 +18,32 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 NCU = os.environ.get("KERNELCAST_NCU", "/usr/local/cuda/bin/ncu")
-METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second", "dram__bytes_read.sum",
-           "dram__bytes_write.sum", "lts__t_bytes.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-           "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-           "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-           "sm__warps_active.avg.pct_of_peak_sustained_active")
+METRICS = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+)
 #: always present in --page raw output (launch facts), taken from the config's longest kernel
-LAUNCH = ("sm__maximum_warps_per_active_cycle_pct", "launch__registers_per_thread", "launch__shared_mem_per_block",
-          "launch__grid_size", "launch__block_size", "launch__cluster_size", "launch__waves_per_multiprocessor")
+LAUNCH = (
+    "sm__maximum_warps_per_active_cycle_pct",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__cluster_size",
+    "launch__waves_per_multiprocessor",
+)
 SUMMED = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 WEIGHTED = tuple(m for m in METRICS if m not in SUMMED)
 NVTX_RE = re.compile(r"(?:^|[:\s\"])kc(\d+)(?=[:/\"\s]|$)")
@@ -51,7 +67,7 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
     if start is None:
-        raise ValueError("ncu raw CSV has no header row starting with \"ID\"")
+        raise ValueError('ncu raw CSV has no header row starting with "ID"')
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     header, units = rows[0], rows[1]
     nvtx_cols = [i for i, h in enumerate(header) if "Push/Pop_Range" in h]
@@ -65,8 +81,13 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
         if len(row) != len(header):
             continue
         match = next((m for c in nvtx_cols if (m := NVTX_RE.search(row[c]))), None)
-        out.append({"index": int(match.group(1)) if match else None, "name": row[header.index("Kernel Name")],
-                    **{name: _number(row[col]) for name, col in wanted.items()}})
+        out.append(
+            {
+                "index": int(match.group(1)) if match else None,
+                "name": row[header.index("Kernel Name")],
+                **{name: _number(row[col]) for name, col in wanted.items()},
+            }
+        )
     return out
 
 
@@ -76,7 +97,9 @@ def aggregate(kernels: Sequence[dict[str, Any]], calls: int = 1) -> dict[str, fl
     out: dict[str, float] = {"ncu__kernel_count": len(kernels) / calls}
     for name in SUMMED:
         values = [k.get(name) for k in kernels]
-        out[f"ncu__{name}"] = sum(v for v in values if v is not None) / calls if any(v is not None for v in values) else None
+        out[f"ncu__{name}"] = (
+            sum(v for v in values if v is not None) / calls if any(v is not None for v in values) else None
+        )
     for name in WEIGHTED:
         pairs = [(k.get(name), k.get(DURATION) or 0.0) for k in kernels if k.get(name) is not None]
         weight = sum(w for _, w in pairs)
@@ -128,28 +151,49 @@ def ncu_command(plan: Path, report: Path, calls: int, nvtx_filter: bool = True) 
     cmd = [NCU, "--clock-control", "none", "--target-processes", "all", "--nvtx", "--metrics", ",".join(METRICS)]
     if nvtx_filter:
         cmd += ["--nvtx-include", "regex:kc[0-9]+/"]
-    return cmd + ["-f", "-o", str(report), sys.executable, "-m", "kernelcast.collect.ncu", "--child",
-                  "--plan", str(plan), "--calls", str(calls)]
+    return cmd + [
+        "-f",
+        "-o",
+        str(report),
+        sys.executable,
+        "-m",
+        "kernelcast.collect.ncu",
+        "--child",
+        "--plan",
+        str(plan),
+        "--calls",
+        str(calls),
+    ]
 
 
-def run_batch(descs: Sequence[Any], work: str | os.PathLike, calls: int = 1, timeout_s: float = 3600,
-              env: dict[str, str] | None = None) -> list[dict[str, Any] | None]:
+def run_batch(
+    descs: Sequence[Any],
+    work: str | os.PathLike,
+    calls: int = 1,
+    timeout_s: float = 3600,
+    env: dict[str, str] | None = None,
+) -> list[dict[str, Any] | None]:
     """Profile ``descs`` in one ncu process; per desc its ``ncu__`` columns (None when it produced no kernel)."""
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     plan, report = work / "ncu_plan.json", work / "ncu_report"
     plan.write_text(json.dumps([d.to_dict() for d in descs]))
-    for nvtx_filter in (True, False):        # without the include filter when a driver ignores it
-        log = subprocess.run(ncu_command(plan, report, calls, nvtx_filter), capture_output=True, text=True,
-                             timeout=timeout_s, env=env)
+    for nvtx_filter in (True, False):  # without the include filter when a driver ignores it
+        log = subprocess.run(
+            ncu_command(plan, report, calls, nvtx_filter), capture_output=True, text=True, timeout=timeout_s, env=env
+        )
         (work / "ncu_log.txt").write_text(log.stdout[-200000:] + log.stderr[-200000:])
-        csv_text = subprocess.run([NCU, "-i", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
-                                  capture_output=True, text=True, timeout=timeout_s).stdout
+        csv_text = subprocess.run(
+            [NCU, "-i", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        ).stdout
         groups = group_by_config(parse_raw_csv(csv_text)) if '"ID",' in csv_text else {}
         if groups:
             break
     (work / "ncu_raw.csv").write_text(csv_text)
-    Path(f"{report}.ncu-rep").unlink(missing_ok=True)      # large; the CSV holds what we use
+    Path(f"{report}.ncu-rep").unlink(missing_ok=True)  # large; the CSV holds what we use
     return [aggregate(groups[i], calls) if i in groups else None for i in range(len(descs))]
 
 

@@ -1,4 +1,5 @@
 """Plans: a deterministic, seeded list of descriptions (plus a re-measure share) saved as JSON lines."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,9 +7,10 @@ import json
 import math
 import os
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from kernelcast.collect.dataset import atomic_path, utc_now
 from kernelcast.features.desc import Desc, parse_desc
@@ -25,7 +27,7 @@ class PlanEntry:
     index: int
     desc: Desc
     repeat_of: int | None = None
-    tags: Mapping[str, Any] = field(default_factory=dict)   # e.g. model, tp, layer of a real-model shape
+    tags: Mapping[str, Any] = field(default_factory=dict)  # e.g. model, tp, layer of a real-model shape
 
     def to_dict(self) -> dict[str, Any]:
         out = {"index": self.index, "desc": self.desc.to_dict(), "repeat_of": self.repeat_of}
@@ -45,9 +47,14 @@ class Plan:
         return digest.hexdigest()[:16]
 
 
-def make_plan(descs: Iterable[Any], seed: int, repeat_share: float = MIN_REPEAT_SHARE,
-              sweeps: Sequence[str] = (), gpu: str | None = None,
-              tags: Mapping[str, Mapping[str, Any]] | None = None) -> Plan:
+def make_plan(
+    descs: Iterable[Any],
+    seed: int,
+    repeat_share: float = MIN_REPEAT_SHARE,
+    sweeps: Sequence[str] = (),
+    gpu: str | None = None,
+    tags: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Plan:
     """Shuffle (deduplicated) descriptions by ``seed``; append re-measurements of a share of them.
 
     The re-measurements (``repeat_share`` of the originals, at least one) come after every
@@ -72,8 +79,15 @@ def make_plan(descs: Iterable[Any], seed: int, repeat_share: float = MIN_REPEAT_
     count = max(1, math.ceil(repeat_share * len(entries)))
     for j in rng.sample(range(len(entries)), count):
         entries.append(PlanEntry(len(entries), entries[j].desc, j, entries[j].tags))
-    header = {"format": PLAN_FORMAT, "seed": seed, "sweeps": list(sweeps), "gpu": gpu,
-              "repeat_share": repeat_share, "created": utc_now(), "count": len(entries)}
+    header = {
+        "format": PLAN_FORMAT,
+        "seed": seed,
+        "sweeps": list(sweeps),
+        "gpu": gpu,
+        "repeat_share": repeat_share,
+        "created": utc_now(),
+        "count": len(entries),
+    }
     return Plan(header, tuple(entries))
 
 

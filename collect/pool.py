@@ -6,19 +6,31 @@ before anything else; see ``collect/worker.py`` for what counts against a descri
 ``stop()`` (from a signal handler) dispatches nothing more, lets busy workers finish their
 chunk for up to ``STOP_GRACE_S``, and ends the iteration.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import time
 from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
 from multiprocessing.connection import wait
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
-from kernelcast.collect.worker import (OUTSIDE_EXITS, DEFAULT_TIMEOUT_S, FATAL_STRIKES, OUTSIDE_KILLS,
-                                       START_TIMEOUT_S, STOP_GRACE_S, TIMERS, ChunkResult, Task, serve,
-                                       timer_spec)
 from kernelcast.collect.api import LABEL_COLUMNS
+from kernelcast.collect.worker import (
+    DEFAULT_TIMEOUT_S,
+    FATAL_STRIKES,
+    OUTSIDE_EXITS,
+    OUTSIDE_KILLS,
+    START_TIMEOUT_S,
+    STOP_GRACE_S,
+    TIMERS,
+    ChunkResult,
+    Task,
+    serve,
+    timer_spec,
+)
 
 
 class _Worker:
@@ -31,8 +43,12 @@ class _Worker:
 
     def start(self) -> None:
         self.conn, child_conn = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=serve, args=(child_conn, self.gpu, self.timer, self.warmup_s, os.getpid()),
-                                     daemon=True, name=f"kernelcast-worker-gpu{self.gpu}")
+        self.proc = self.ctx.Process(
+            target=serve,
+            args=(child_conn, self.gpu, self.timer, self.warmup_s, os.getpid()),
+            daemon=True,
+            name=f"kernelcast-worker-gpu{self.gpu}",
+        )
         self.proc.start()
         child_conn.close()
         self.tasks: list[Task] = []
@@ -41,7 +57,7 @@ class _Worker:
     def send(self, tasks: list[Task], timeout_s: float) -> None:
         try:
             self.conn.send(tasks)
-        except OSError:                  # it died since the last poll: the next poll sees it, tasks and all
+        except OSError:  # it died since the last poll: the next poll sees it, tasks and all
             pass
         self.tasks, self.state, self.sent_at = tasks, "busy", time.monotonic()
         self.deadline = self.sent_at + timeout_s * len(tasks)
@@ -69,8 +85,13 @@ class _Worker:
 class WorkerPool:
     """One worker per GPU running ``timer`` (a ``TIMERS`` name or a batch function 'module:function')."""
 
-    def __init__(self, gpus: Sequence[int | None], timer: str = "cupti", timeout_s: float = DEFAULT_TIMEOUT_S,
-                 warmup_s: float = 0.0):
+    def __init__(
+        self,
+        gpus: Sequence[int | None],
+        timer: str = "cupti",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        warmup_s: float = 0.0,
+    ):
         if not gpus:
             raise ValueError("gpus must list at least one GPU index; got none")
         if not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
@@ -87,7 +108,7 @@ class WorkerPool:
         self._outside: Counter = Counter()
         self._halted = False
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -104,15 +125,21 @@ class WorkerPool:
     def _restart(self, w: _Worker) -> None:
         w.kill()
         if self._halted:
-            w.state = "dead"                 # its tasks stay listed: ``left`` counts them
+            w.state = "dead"  # its tasks stay listed: ``left`` counts them
         else:
             w.start()
             self.restarts += 1
 
     def _failure(self, w: _Worker, task: Task, status: str, message: str) -> tuple[Task, dict[str, Any]]:
         timer = self.timer if self.timer in TIMERS else None
-        row = {**dict.fromkeys(LABEL_COLUMNS), "status": status, "error": message, "cache": task.cache,
-               "timer": timer, **w.provenance}
+        row = {
+            **dict.fromkeys(LABEL_COLUMNS),
+            "status": status,
+            "error": message,
+            "cache": task.cache,
+            "timer": timer,
+            **w.provenance,
+        }
         return task, row
 
     def _crashed(self, w: _Worker, tasks: list[Task], message: str) -> list[tuple[Task, dict[str, Any]]]:
@@ -123,8 +150,11 @@ class WorkerPool:
         task = tasks[0]
         self._strikes[task.index] += 1
         if self._strikes[task.index] >= FATAL_STRIKES:
-            return [self._failure(w, task, "cuda_fatal", f"{message} (it alone killed its process "
-                                                         f"{self._strikes[task.index]} times)")]
+            return [
+                self._failure(
+                    w, task, "cuda_fatal", f"{message} (it alone killed its process {self._strikes[task.index]} times)"
+                )
+            ]
         self._solo.appendleft(task)
         return []
 
@@ -142,7 +172,7 @@ class WorkerPool:
 
     def _died(self, w: _Worker) -> list[tuple[Task, dict[str, Any]]]:
         state, tasks = w.state, w.tasks
-        w.proc.join(timeout=5)              # its pipe closes before it is reaped: wait for the exit code
+        w.proc.join(timeout=5)  # its pipe closes before it is reaped: wait for the exit code
         code = w.proc.exitcode
         self.events.append({"event": "worker_exit", "gpu": w.gpu, "state": state, "exit_code": code})
         if state == "starting" and code not in OUTSIDE_EXITS:
@@ -194,14 +224,14 @@ class WorkerPool:
                 pairs = self._crashed(w, tasks, message)
             elif len(tasks) == 1:
                 pairs = [self._failure(w, tasks[0], status, message)]
-            else:                                    # whose failure is it? each alone will say
+            else:  # whose failure is it? each alone will say
                 self._solo.extend(tasks)
                 pairs = []
             return ChunkResult(pairs, w.gpu, wall)
         rows = msg[1]
         fatal = next((i for i, r in enumerate(rows) if r.get("status") == "cuda_fatal"), None)
         pairs = [(t, {**r, **w.provenance}) for t, r in zip(tasks[:fatal], rows[:fatal])]
-        if fatal is not None:                        # rows after it ran in a poisoned context
+        if fatal is not None:  # rows after it ran in a poisoned context
             self._restart(w)
             pairs += self._crashed(w, tasks[fatal:], rows[fatal].get("error") or "cuda_fatal")
         return ChunkResult(pairs, w.gpu, wall)
@@ -225,7 +255,7 @@ class WorkerPool:
                 grace_end = time.monotonic() + STOP_GRACE_S
                 for w in self.workers:
                     if w.state == "busy" and w.proc.is_alive():
-                        w.proc.terminate()           # finish the chunk, send its rows, exit
+                        w.proc.terminate()  # finish the chunk, send its rows, exit
             if not self._halted:
                 self._dispatch(chunk)
             busy = [w for w in self.workers if w.state == "busy"]
@@ -237,8 +267,10 @@ class WorkerPool:
                 return
             live = [w for w in self.workers if w.state != "dead"]
             soonest = min((w.deadline for w in live if w.state != "idle"), default=time.monotonic() + 0.5)
-            wait([w.conn for w in live] + [w.proc.sentinel for w in live],
-                 timeout=min(0.5, max(0.0, soonest - time.monotonic()) + 0.01))
+            wait(
+                [w.conn for w in live] + [w.proc.sentinel for w in live],
+                timeout=min(0.5, max(0.0, soonest - time.monotonic()) + 0.01),
+            )
             for w in live:
                 result = self._poll(w)
                 if result is not None and result.pairs:

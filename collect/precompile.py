@@ -12,6 +12,7 @@ building the call on meta tensors (``BackendBase.compile_only``: nothing runs on
 Point both processes at the same ``TRITON_CACHE_DIR``. A failure to compile is logged, not raised:
 the measuring process meets it again and records the row (``unsupported`` / ``error``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kernelcast.features.desc import Desc, parse_desc
 
@@ -88,13 +90,29 @@ def warm_triton_cache(descs: Iterable[Desc], workers: int = 14, log: str | os.Pa
                     failed += rec["error"] is not None
                     if fh:
                         d = futures[fut]
-                        fh.write(json.dumps({"event": "compile", "op": d.op, "key": d.key(), **rec,
-                                             "t": round(time.perf_counter() - start, 2)}) + "\n")
+                        fh.write(
+                            json.dumps(
+                                {
+                                    "event": "compile",
+                                    "op": d.op,
+                                    "key": d.key(),
+                                    **rec,
+                                    "t": round(time.perf_counter() - start, 2),
+                                }
+                            )
+                            + "\n"
+                        )
                         fh.flush()
     finally:
-        summary = {"event": "precompile_done", "classes": len(targets), "compiled": done - failed, "failed": failed,
-                   "workers": workers, "wall_s": round(time.perf_counter() - start, 1),
-                   "cache_dir": os.environ.get("TRITON_CACHE_DIR")}
+        summary = {
+            "event": "precompile_done",
+            "classes": len(targets),
+            "compiled": done - failed,
+            "failed": failed,
+            "workers": workers,
+            "wall_s": round(time.perf_counter() - start, 1),
+            "cache_dir": os.environ.get("TRITON_CACHE_DIR"),
+        }
         if fh:
             fh.write(json.dumps(summary) + "\n")
             fh.close()
@@ -114,7 +132,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if bool(args.plan) == bool(args.sweeps):
         p.error("give exactly one of --plan or --sweeps")
-    plan = load_plan(args.plan) if args.plan else build_plan([s for s in args.sweeps.split(",") if s], args.gpu_name, args.seed)
+    plan = (
+        load_plan(args.plan)
+        if args.plan
+        else build_plan([s for s in args.sweeps.split(",") if s], args.gpu_name, args.seed)
+    )
     print(json.dumps(warm_triton_cache([e.desc for e in plan.entries], args.workers, args.log)), file=sys.stderr)
 
 

@@ -3,22 +3,44 @@
 Layouts per shared/reference/tool-formats.md §2; every file is parsed by column name, so both the
 ROCm 6.2 and the current rocprofv3 headers, and both legacy rocprof dialects, are read.
 """
+
 from __future__ import annotations
 
 import csv
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from kernelcast.collect.api import CACHE_STATES, Measurement
 
 _COUNTER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\[\d+\])?(:device=\d+)?$")
 #: legacy rocprof results.csv columns that are not counters
-_LEGACY_FIXED = ("Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr",
-                 "lds", "scr", "arch_vgpr", "accum_vgpr", "sgpr", "wave_size", "sig", "obj",
-                 "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs")
+_LEGACY_FIXED = (
+    "Index",
+    "KernelName",
+    "gpu-id",
+    "queue-id",
+    "queue-index",
+    "pid",
+    "tid",
+    "grd",
+    "wgr",
+    "lds",
+    "scr",
+    "arch_vgpr",
+    "accum_vgpr",
+    "sgpr",
+    "wave_size",
+    "sig",
+    "obj",
+    "DispatchNs",
+    "BeginNs",
+    "EndNs",
+    "CompleteNs",
+    "DurationNs",
+)
 
 
 @dataclass(frozen=True)
@@ -30,8 +52,8 @@ class Dispatch:
     end_ns: int | None
     dispatch_id: int | None = None
     correlation_id: int | None = None
-    grid_size: int | None = None               # work-items, x*y*z
-    workgroup_size: int | None = None          # work-items per workgroup, x*y*z
+    grid_size: int | None = None  # work-items, x*y*z
+    workgroup_size: int | None = None  # work-items per workgroup, x*y*z
     grid: tuple[int, int, int] | None = None
     workgroup: tuple[int, int, int] | None = None
     lds_bytes: int | None = None
@@ -83,8 +105,10 @@ def _rows(path: str | os.PathLike, required: Sequence[str]) -> list[dict[str, st
         reader = csv.DictReader(fh)
         missing = [c for c in required if c not in (reader.fieldnames or ())]
         if missing:
-            raise ValueError(f"{path}: not the expected layout: missing column(s) {', '.join(missing)}; "
-                             f"header has {', '.join(reader.fieldnames or ())}")
+            raise ValueError(
+                f"{path}: not the expected layout: missing column(s) {', '.join(missing)}; "
+                f"header has {', '.join(reader.fieldnames or ())}"
+            )
         return list(reader)
 
 
@@ -98,14 +122,24 @@ def parse_kernel_trace(path: str | os.PathLike) -> list[Dispatch]:
     out = []
     for row in _rows(path, ("Kernel_Name", "Dispatch_Id", "Start_Timestamp", "End_Timestamp")):
         grid, wg = _xyz(row, "Grid_Size"), _xyz(row, "Workgroup_Size")
-        out.append(Dispatch(
-            kernel_name=row["Kernel_Name"], start_ns=_int(row, "Start_Timestamp"), end_ns=_int(row, "End_Timestamp"),
-            dispatch_id=_int(row, "Dispatch_Id"), correlation_id=_int(row, "Correlation_Id"),
-            grid_size=None if grid is None else grid[0] * grid[1] * grid[2],
-            workgroup_size=None if wg is None else wg[0] * wg[1] * wg[2], grid=grid, workgroup=wg,
-            lds_bytes=_int(row, "LDS_Block_Size", "Group_Segment_Size"),
-            scratch_bytes=_int(row, "Scratch_Size", "Private_Segment_Size"),
-            vgpr=_int(row, "VGPR_Count"), accum_vgpr=_int(row, "Accum_VGPR_Count"), sgpr=_int(row, "SGPR_Count")))
+        out.append(
+            Dispatch(
+                kernel_name=row["Kernel_Name"],
+                start_ns=_int(row, "Start_Timestamp"),
+                end_ns=_int(row, "End_Timestamp"),
+                dispatch_id=_int(row, "Dispatch_Id"),
+                correlation_id=_int(row, "Correlation_Id"),
+                grid_size=None if grid is None else grid[0] * grid[1] * grid[2],
+                workgroup_size=None if wg is None else wg[0] * wg[1] * wg[2],
+                grid=grid,
+                workgroup=wg,
+                lds_bytes=_int(row, "LDS_Block_Size", "Group_Segment_Size"),
+                scratch_bytes=_int(row, "Scratch_Size", "Private_Segment_Size"),
+                vgpr=_int(row, "VGPR_Count"),
+                accum_vgpr=_int(row, "Accum_VGPR_Count"),
+                sgpr=_int(row, "SGPR_Count"),
+            )
+        )
     return sorted(out, key=lambda d: (d.start_ns or 0, d.dispatch_id or 0))
 
 
@@ -113,13 +147,24 @@ def parse_counter_collection(path: str | os.PathLike) -> list[Dispatch]:
     """rocprofv3 ``*_counter_collection.csv`` (long: one row per dispatch x counter) -> one Dispatch each."""
     by_id: dict[int, dict] = {}
     for row in _rows(path, ("Dispatch_Id", "Kernel_Name", "Counter_Name", "Counter_Value")):
-        d = by_id.setdefault(_int(row, "Dispatch_Id"), {
-            "kernel_name": row["Kernel_Name"], "start_ns": _int(row, "Start_Timestamp"),
-            "end_ns": _int(row, "End_Timestamp"), "dispatch_id": _int(row, "Dispatch_Id"),
-            "correlation_id": _int(row, "Correlation_Id"), "grid_size": _int(row, "Grid_Size"),
-            "workgroup_size": _int(row, "Workgroup_Size"), "lds_bytes": _int(row, "LDS_Block_Size"),
-            "scratch_bytes": _int(row, "Scratch_Size"), "vgpr": _int(row, "VGPR_Count"),
-            "accum_vgpr": _int(row, "Accum_VGPR_Count"), "sgpr": _int(row, "SGPR_Count"), "counters": {}})
+        d = by_id.setdefault(
+            _int(row, "Dispatch_Id"),
+            {
+                "kernel_name": row["Kernel_Name"],
+                "start_ns": _int(row, "Start_Timestamp"),
+                "end_ns": _int(row, "End_Timestamp"),
+                "dispatch_id": _int(row, "Dispatch_Id"),
+                "correlation_id": _int(row, "Correlation_Id"),
+                "grid_size": _int(row, "Grid_Size"),
+                "workgroup_size": _int(row, "Workgroup_Size"),
+                "lds_bytes": _int(row, "LDS_Block_Size"),
+                "scratch_bytes": _int(row, "Scratch_Size"),
+                "vgpr": _int(row, "VGPR_Count"),
+                "accum_vgpr": _int(row, "Accum_VGPR_Count"),
+                "sgpr": _int(row, "SGPR_Count"),
+                "counters": {},
+            },
+        )
         d["counters"][row["Counter_Name"]] = d["counters"].get(row["Counter_Name"], 0) + float(row["Counter_Value"])
     return [Dispatch(**d) for _, d in sorted(by_id.items())]
 
@@ -128,10 +173,20 @@ def parse_kernel_stats(path: str | os.PathLike) -> list[KernelStat]:
     """rocprofv3 ``*_kernel_stats.csv`` or legacy ``results.stats.csv``, in file order."""
     out = []
     for row in _rows(path, ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage")):
-        opt = {k: (None if row.get(c) in (None, "") else float(row[c]))
-               for k, c in (("min_ns", "MinNs"), ("max_ns", "MaxNs"), ("stddev_ns", "StdDev"))}
-        out.append(KernelStat(row["Name"], int(row["Calls"]), float(row["TotalDurationNs"]),
-                              float(row["AverageNs"]), float(row["Percentage"]), **opt))
+        opt = {
+            k: (None if row.get(c) in (None, "") else float(row[c]))
+            for k, c in (("min_ns", "MinNs"), ("max_ns", "MaxNs"), ("stddev_ns", "StdDev"))
+        }
+        out.append(
+            KernelStat(
+                row["Name"],
+                int(row["Calls"]),
+                float(row["TotalDurationNs"]),
+                float(row["AverageNs"]),
+                float(row["Percentage"]),
+                **opt,
+            )
+        )
     return out
 
 
@@ -143,11 +198,22 @@ def parse_rocprof_results(path: str | os.PathLike) -> list[Dispatch]:
         if end is None and start is not None and _int(row, "DurationNs") is not None:
             end = start + _int(row, "DurationNs")
         counters = {k: float(v) for k, v in row.items() if k not in _LEGACY_FIXED and v not in (None, "")}
-        out.append(Dispatch(
-            kernel_name=row["KernelName"], start_ns=start, end_ns=end, dispatch_id=_int(row, "Index"),
-            grid_size=_int(row, "grd"), workgroup_size=_int(row, "wgr"), lds_bytes=_int(row, "lds"),
-            scratch_bytes=_int(row, "scr"), vgpr=_int(row, "arch_vgpr"), accum_vgpr=_int(row, "accum_vgpr"),
-            sgpr=_int(row, "sgpr"), counters=counters))
+        out.append(
+            Dispatch(
+                kernel_name=row["KernelName"],
+                start_ns=start,
+                end_ns=end,
+                dispatch_id=_int(row, "Index"),
+                grid_size=_int(row, "grd"),
+                workgroup_size=_int(row, "wgr"),
+                lds_bytes=_int(row, "lds"),
+                scratch_bytes=_int(row, "scr"),
+                vgpr=_int(row, "arch_vgpr"),
+                accum_vgpr=_int(row, "accum_vgpr"),
+                sgpr=_int(row, "sgpr"),
+                counters=counters,
+            )
+        )
     return out
 
 
@@ -165,8 +231,13 @@ def _check_counters(counters: Iterable[str]) -> list[str]:
     return out
 
 
-def rocprofv3_command(app: Sequence[str], out_dir: str | os.PathLike, out_file: str = "kernelcast",
-                      counters: Iterable[str] = (), stats: bool = False) -> list[str]:
+def rocprofv3_command(
+    app: Sequence[str],
+    out_dir: str | os.PathLike,
+    out_file: str = "kernelcast",
+    counters: Iterable[str] = (),
+    stats: bool = False,
+) -> list[str]:
     """``rocprofv3 --kernel-trace [--pmc C...] [--stats] --output-format csv -d DIR -o FILE -- app...``.
 
     CSV is asked for explicitly (the current SDK defaults to rocpd SQLite); files land as
@@ -194,8 +265,9 @@ def rocprof_input(counters: Iterable[str]) -> str:
     return "pmc: " + " ".join(pmc) + "\n"
 
 
-def rocprof_command(app: Sequence[str], output_csv: str | os.PathLike, input_file: str | os.PathLike | None = None,
-                    stats: bool = False) -> list[str]:
+def rocprof_command(
+    app: Sequence[str], output_csv: str | os.PathLike, input_file: str | os.PathLike | None = None, stats: bool = False
+) -> list[str]:
     """``rocprof --timestamp on [-i pmc.txt] [--stats] -o results.csv app...`` (legacy v1)."""
     cmd = ["rocprof", "--timestamp", "on"]
     if input_file is not None:
@@ -205,8 +277,9 @@ def rocprof_command(app: Sequence[str], output_csv: str | os.PathLike, input_fil
     return cmd + ["-o", str(output_csv), *_check_app(app)]
 
 
-def group_calls(dispatches: Sequence[Dispatch], kernels_per_call: int | None = None,
-                separator: str | None = None) -> list[list[Dispatch]]:
+def group_calls(
+    dispatches: Sequence[Dispatch], kernels_per_call: int | None = None, separator: str | None = None
+) -> list[list[Dispatch]]:
     """Split one run's dispatches (in start order) into calls.
 
     Either every ``kernels_per_call`` consecutive dispatches are one call, or a dispatch whose
@@ -221,7 +294,7 @@ def group_calls(dispatches: Sequence[Dispatch], kernels_per_call: int | None = N
             raise ValueError(f"kernels_per_call must be an integer >= 1; got {kernels_per_call!r}")
         if len(ordered) % kernels_per_call:
             raise ValueError(f"kernels_per_call={kernels_per_call} does not divide the {len(ordered)} dispatches")
-        return [ordered[i:i + kernels_per_call] for i in range(0, len(ordered), kernels_per_call)]
+        return [ordered[i : i + kernels_per_call] for i in range(0, len(ordered), kernels_per_call)]
     pattern, calls = re.compile(separator), []
     for d in ordered:
         if pattern.search(d.kernel_name):
@@ -231,8 +304,13 @@ def group_calls(dispatches: Sequence[Dispatch], kernels_per_call: int | None = N
     return [c for c in calls if c]
 
 
-def measurement_from_dispatches(dispatches: Sequence[Dispatch], cache: str, kernels_per_call: int | None = None,
-                                separator: str | None = None, skip_calls: int = 0) -> Measurement:
+def measurement_from_dispatches(
+    dispatches: Sequence[Dispatch],
+    cache: str,
+    kernels_per_call: int | None = None,
+    separator: str | None = None,
+    skip_calls: int = 0,
+) -> Measurement:
     """Device time per call = sum of its kernels' durations (µs); ``skip_calls`` warm-up calls dropped."""
     if cache not in CACHE_STATES:
         raise ValueError(f"cache must be one of {', '.join(CACHE_STATES)}; got {cache!r}")
@@ -241,8 +319,10 @@ def measurement_from_dispatches(dispatches: Sequence[Dispatch], cache: str, kern
         raise ValueError(f"no calls left after grouping and skip_calls={skip_calls}")
     names = [tuple(d.kernel_name for d in c) for c in calls]
     if len(set(names)) > 1:
-        raise ValueError(f"calls launch different kernels ({names[0]} vs {next(n for n in names if n != names[0])}); "
-                         "check the grouping")
+        raise ValueError(
+            f"calls launch different kernels ({names[0]} vs {next(n for n in names if n != names[0])}); "
+            "check the grouping"
+        )
     if any(d.duration_ns is None for c in calls for d in c):
         raise ValueError("a dispatch has no timestamps: run rocprof with --timestamp on / --kernel-trace")
     samples = tuple(sum(d.duration_ns for d in c) / 1000.0 for c in calls)

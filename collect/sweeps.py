@@ -1,4 +1,5 @@
-"""Sweeps as data: expand ``collect/sweeps/<name>.toml`` into validated descriptions with tags, and say why any point is skipped.
+"""Sweeps as data: expand ``collect/sweeps/<name>.toml`` into validated descriptions with tags, and say why any
+point is skipped.
 
 A sweep file holds blocks of three kinds (every key may be a scalar or a list of choices):
 
@@ -17,18 +18,19 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
 
 Any block may set ``max_gflop`` (points above it are skipped, with the reason) to bound run time.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import random
-import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
-
+import tomllib
 from kernelcast.features.desc import Desc, parse_desc
 from kernelcast.features.models import MODEL_OPS, model_points, models_data
 from kernelcast.features.ops import get_op
@@ -36,8 +38,11 @@ from kernelcast.features.ops import get_op
 SWEEP_DIR = Path(__file__).with_name("sweeps")
 BLOCK_KINDS = ("grid", "random", "models")
 #: keys that steer a block instead of being description fields, per block kind
-CONTROL_KEYS = {"grid": {"max_gflop"}, "random": {"max_gflop", "count"},
-                "models": {"max_gflop", "models", "tp", "tokens", "kind", "seq"}}
+CONTROL_KEYS = {
+    "grid": {"max_gflop"},
+    "random": {"max_gflop", "count"},
+    "models": {"max_gflop", "models", "tp", "tokens", "kind", "seq"},
+}
 
 
 @dataclass
@@ -131,7 +136,9 @@ def _pool(path: Path, key: str, spec: dict, rng: random.Random) -> list:
         seen.add(ident)
         pool.append(table)
     if len(pool) < size:
-        raise _err(path, f"{key}.pool", size, f"at most the {len(pool)} distinct tables its sub-keys and pool_max allow")
+        raise _err(
+            path, f"{key}.pool", size, f"at most the {len(pool)} distinct tables its sub-keys and pool_max allow"
+        )
     return pool
 
 
@@ -140,8 +147,10 @@ def _points_random(path: Path, block: dict, rng: random.Random) -> Iterator[dict
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise _err(path, "random.count", count, "a positive integer")
     keys = [k for k in block if k not in CONTROL_KEYS["random"]]
-    specs = {k: (_pool(path, k, block[k], rng) if isinstance(block[k], dict) and "pool" in block[k] else block[k])
-             for k in keys}
+    specs = {
+        k: (_pool(path, k, block[k], rng) if isinstance(block[k], dict) and "pool" in block[k] else block[k])
+        for k in keys
+    }
     for _ in range(count):
         yield {k: _draw(path, k, specs[k], rng) for k in keys}
 
@@ -155,13 +164,21 @@ def _points_models(path: Path, block: dict) -> Iterator[tuple[dict, dict | str]]
     for model in _as_list(block.get("models", [])):
         if model not in data:
             raise _err(path, "models.models", model, "a model of models.toml: " + ", ".join(data))
-    for model, tp, tokens in itertools.product(_as_list(block["models"]), _as_list(block.get("tp", 1)),
-                                               _as_list(block.get("tokens", 1))):
+    for model, tp, tokens in itertools.product(
+        _as_list(block["models"]), _as_list(block.get("tp", 1)), _as_list(block.get("tokens", 1))
+    ):
         base = {k: v for k, v in block.items() if k not in CONTROL_KEYS["models"]}
         if base.get("op") not in MODEL_OPS:
             raise _err(path, "models.op", base.get("op"), "one of " + ", ".join(MODEL_OPS))
-        for point, extra in model_points(base, model, tp, tokens, block.get("kind", "prefill"),
-                                         _as_list(block.get("batch", 1)), _as_list(block.get("seq", tokens))):
+        for point, extra in model_points(
+            base,
+            model,
+            tp,
+            tokens,
+            block.get("kind", "prefill"),
+            _as_list(block.get("batch", 1)),
+            _as_list(block.get("seq", tokens)),
+        ):
             if isinstance(extra, str):
                 yield point, extra
                 continue
@@ -205,7 +222,9 @@ def expand_report(name: str, gpu: str, seed: int = 0) -> Expansion:
     out, seen = Expansion(), set()
     unknown = sorted(set(data) - set(BLOCK_KINDS) - {"description"})
     if unknown:
-        raise _err(path, unknown[0], data[unknown[0]], "absent: top-level keys are description, " + ", ".join(BLOCK_KINDS))
+        raise _err(
+            path, unknown[0], data[unknown[0]], "absent: top-level keys are description, " + ", ".join(BLOCK_KINDS)
+        )
     for kind in BLOCK_KINDS:
         for i, block in enumerate(data.get(kind, [])):
             limit = block.get("max_gflop")

@@ -6,18 +6,19 @@ config ends with ``kc_end``. The kernels of one call are exactly those between i
 and the next separator or end: set-up kernels (input init, compilation probes) fall after an
 end and before the next separator, so they are dropped. Separators are never counted.
 """
+
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 from kernelcast.collect.api import CACHE_STATES
 
-FLUSH_BYTES = 256 << 20       # 256 MiB zeroed before each cold call: > 4x the H200's 60 MB L2
-DEFAULT_REPEATS = 8           # timed calls per config
-DEFAULT_WARMUP = 2            # untimed calls per config before the timed ones (same trace)
+FLUSH_BYTES = 256 << 20  # 256 MiB zeroed before each cold call: > 4x the H200's 60 MB L2
+DEFAULT_REPEATS = 8  # timed calls per config
+DEFAULT_WARMUP = 2  # untimed calls per config before the timed ones (same trace)
 FLUSH_NAME, MARK_NAME, END_NAME = "kc_flush_l2", "kc_mark", "kc_end"
 
 
@@ -65,8 +66,9 @@ def split_segments(events: Iterable[KernelEvent]) -> list[list[list[KernelEvent]
     return configs
 
 
-def timing_from_segments(calls: Sequence[Sequence[KernelEvent]], issued: int, repeats: int,
-                         clock: float | None, error: BaseException | None) -> CallTiming:
+def timing_from_segments(
+    calls: Sequence[Sequence[KernelEvent]], issued: int, repeats: int, clock: float | None, error: BaseException | None
+) -> CallTiming:
     """One config's timing from its call segments: the last ``repeats`` calls are the timed ones."""
     if error is None and len(calls) != issued:
         error = RuntimeError(f"trace holds {len(calls)} calls for this config, {issued} were issued")
@@ -125,8 +127,11 @@ def warm_up(seconds: float = 3.0) -> dict[str, float]:
         torch.cuda.synchronize()
         calls += 10
     elapsed = time.perf_counter() - start
-    return {"seconds": elapsed, "tflops": calls * 2 * 8192 ** 3 / elapsed / 1e12,
-            "sm_clock_hz": sm_clock_hz() or float("nan")}
+    return {
+        "seconds": elapsed,
+        "tflops": calls * 2 * 8192**3 / elapsed / 1e12,
+        "sm_clock_hz": sm_clock_hz() or float("nan"),
+    }
 
 
 def _separators(cache: str):
@@ -139,13 +144,17 @@ def _separators(cache: str):
         sep = functools.partial(markers.flush, buf)
     else:
         sep = functools.partial(markers.mark, tag)
-    sep(), markers.end(tag)                   # compile both before the trace starts
+    sep(), markers.end(tag)  # compile both before the trace starts
     torch.cuda.synchronize()
     return sep, functools.partial(markers.end, tag)
 
 
-def time_batch(prepares: Sequence[Callable[[], Callable[[], object]]], cache: str = "cold",
-               repeats: int = DEFAULT_REPEATS, warmup: int = DEFAULT_WARMUP) -> list[CallTiming]:
+def time_batch(
+    prepares: Sequence[Callable[[], Callable[[], object]]],
+    cache: str = "cold",
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[CallTiming]:
     """Time each ``prepare()``'s call in ONE profiler session; one ``CallTiming`` per prepare.
 
     ``prepare`` allocates and compiles (its kernels are not counted) and returns the call to
@@ -179,6 +188,4 @@ def time_batch(prepares: Sequence[Callable[[], Callable[[], object]]], cache: st
     configs = split_segments(_trace_events(prof))
     if len(configs) != len(issued):
         raise RuntimeError(f"CUPTI trace holds {len(configs)} config ends for {len(issued)} configs: events were lost")
-    return [timing_from_segments(c, n, repeats, clk, err)
-            for c, n, clk, err in zip(configs, issued, clocks, errors)]
-
+    return [timing_from_segments(c, n, repeats, clk, err) for c, n, clk, err in zip(configs, issued, clocks, errors)]

@@ -7,24 +7,31 @@ process twice (a sticky CUDA error, a crash, or a hang past the timeout). A proc
 outside (SIGKILL, SIGTERM) is no evidence against what it was measuring. SIGTERM to a worker
 lets it finish its chunk, send the rows, and exit.
 """
+
 from __future__ import annotations
 
 import ctypes
 import importlib
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-DEFAULT_TIMEOUT_S = 120.0      # seconds per description: a chunk of n gets n times this
-START_TIMEOUT_S = 600.0        # import + warm-up of a fresh worker
-STOP_GRACE_S = 25.0            # on stop, busy workers get this long to finish their chunk (Slurm waits 30 s)
-FATAL_STRIKES = 2              # solo deaths that make a description cuda_fatal
-OUTSIDE_KILLS = 3              # solo deaths by an outside SIGKILL/SIGTERM before this run leaves it unmeasured
-EXIT_STOPPED = 143             # a worker that stopped on SIGTERM
+DEFAULT_TIMEOUT_S = 120.0  # seconds per description: a chunk of n gets n times this
+START_TIMEOUT_S = 600.0  # import + warm-up of a fresh worker
+STOP_GRACE_S = 25.0  # on stop, busy workers get this long to finish their chunk (Slurm waits 30 s)
+FATAL_STRIKES = 2  # solo deaths that make a description cuda_fatal
+OUTSIDE_KILLS = 3  # solo deaths by an outside SIGKILL/SIGTERM before this run leaves it unmeasured
+EXIT_STOPPED = 143  # a worker that stopped on SIGTERM
 #: error text of CUDA errors that poison the context: the process must go
-STICKY_CUDA_ERRORS = ("illegal memory access", "unspecified launch failure", "device-side assert",
-                      "CUDA error: an illegal instruction", "misaligned address")
+STICKY_CUDA_ERRORS = (
+    "illegal memory access",
+    "unspecified launch failure",
+    "device-side assert",
+    "CUDA error: an illegal instruction",
+    "misaligned address",
+)
 OUTSIDE_EXITS = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, EXIT_STOPPED}
 
 
@@ -36,15 +43,18 @@ class Unsupported(Exception):
 class TimerSpec:
     """A measuring backend: its batch function, its warm-up (or None), and the ``source`` of its rows."""
 
-    measure: str               # "module:function": (descs, cache=, repeats=) -> one label row per desc
+    measure: str  # "module:function": (descs, cache=, repeats=) -> one label row per desc
     warm_up: str | None = None  # "module:function": (seconds) -> facts, run at each worker start
     source: str = "kernelcast"
 
 
 #: the measuring backends by name; ``--measure module:function`` names any other batch function
-TIMERS = {"cupti": TimerSpec("kernelcast.collect.measure:measure_many", "kernelcast.collect.timers:warm_up"),
-          "cpu": TimerSpec("kernelcast.collect.cpu_timer:measure_many", "kernelcast.collect.cpu_timer:warm_up",
-                           "kernelcast-cpu")}
+TIMERS = {
+    "cupti": TimerSpec("kernelcast.collect.measure:measure_many", "kernelcast.collect.timers:warm_up"),
+    "cpu": TimerSpec(
+        "kernelcast.collect.cpu_timer:measure_many", "kernelcast.collect.cpu_timer:warm_up", "kernelcast-cpu"
+    ),
+}
 
 
 def timer_spec(name: str) -> TimerSpec:
@@ -104,7 +114,7 @@ def classify(exc: BaseException) -> tuple[str, str]:
 def _die_with_parent(parent: int) -> None:
     """Linux: SIGKILL this process when its parent dies (the parent alone writes rows)."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
     if os.getppid() != parent:
@@ -118,25 +128,27 @@ def serve(conn, gpu: int | None, timer: str, warmup_s: float, parent: int) -> No
     def on_term(signum, frame):
         if not state["busy"]:
             os._exit(EXIT_STOPPED)
-        state["stop"] = True                        # finish the chunk, send its rows, then exit
+        state["stop"] = True  # finish the chunk, send its rows, then exit
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops us
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops us
     signal.signal(signal.SIGTERM, on_term)
     _die_with_parent(parent)
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     try:
         from kernelcast.collect.dataset import provenance
+
         spec = timer_spec(timer)
         fn = load_measure(spec.measure)
         warm = load_measure(spec.warm_up)(warmup_s) if spec.warm_up else None
         conn.send(("hello", provenance(spec.source, timer), warm))
-    except Exception as exc:                       # start-up failure: report, then exit
+    except Exception as exc:  # start-up failure: report, then exit
         conn.send(("broken", f"{type(exc).__name__}: {exc}"))
         return
     while (tasks := conn.recv()) is not None:
         state["busy"] = True
         from kernelcast.features.desc import parse_desc
+
         kwargs: dict[str, Any] = {"cache": tasks[0].cache}
         if tasks[0].repeats is not None:
             kwargs["repeats"] = tasks[0].repeats
@@ -151,7 +163,7 @@ def serve(conn, gpu: int | None, timer: str, warmup_s: float, parent: int) -> No
             conn.send(("fail", status, message))
             fatal = status == "cuda_fatal"
         if fatal:
-            os._exit(3)                            # the CUDA context is poisoned: this process is done
+            os._exit(3)  # the CUDA context is poisoned: this process is done
         state["busy"] = False
         if state["stop"]:
             os._exit(EXIT_STOPPED)

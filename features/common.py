@@ -1,20 +1,29 @@
 """Column helpers shared by every op's features: GPU spec columns, dtype lookups, tiles and waves."""
+
 from __future__ import annotations
 
 import functools
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK
 from kernelcast.features.gpu import get_gpu
 
 #: GPU spec numbers every feature row carries, in this order
-GPU_COLUMNS = ("sm_count", "boost_clock_hz", "memory_bandwidth_bps", "l2_bytes", "infinity_cache_bytes",
-               "shared_memory_per_sm_bytes", "registers_per_sm", "max_warps_per_sm", "warp_size",
-               "link_bandwidth_bps")
+GPU_COLUMNS = (
+    "sm_count",
+    "boost_clock_hz",
+    "memory_bandwidth_bps",
+    "l2_bytes",
+    "infinity_cache_bytes",
+    "shared_memory_per_sm_bytes",
+    "registers_per_sm",
+    "max_warps_per_sm",
+    "warp_size",
+    "link_bandwidth_bps",
+)
 _DTYPE_TABLES = {"bytes": DTYPE_BYTES, "peak": DTYPE_PEAK}
 
 
@@ -22,9 +31,9 @@ def _unique(values) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(values, dtype=object)
     if arr.ndim == 0:
         arr = arr.reshape(1)
-    if len(arr) == 1 or (len(arr) and (arr == arr[0]).all()):            # one GPU/dtype per call is the common case
+    if len(arr) == 1 or (len(arr) and (arr == arr[0]).all()):  # one GPU/dtype per call is the common case
         return arr[:1], np.zeros(len(arr), dtype=np.intp)
-    codes, uniq = pd.factorize(arr)                           # hashed: no sort, no str copy of every row
+    codes, uniq = pd.factorize(arr)  # hashed: no sort, no str copy of every row
     return np.asarray(uniq, dtype=object), codes
 
 
@@ -34,7 +43,7 @@ def key_codes(*columns) -> tuple[np.ndarray, np.ndarray]:
     combined = np.zeros(len(columns[0]), dtype=np.int64)
     for column in columns:
         codes, uniq = pd.factorize(np.asarray(column, dtype=object) if np.asarray(column).dtype.kind == "U" else column)
-        combined = pd.factorize(combined * (len(uniq) + 1) + (codes + 1))[0].astype(np.int64)   # NaN: code -1 -> 0
+        combined = pd.factorize(combined * (len(uniq) + 1) + (codes + 1))[0].astype(np.int64)  # NaN: code -1 -> 0
     return combined, np.unique(combined, return_index=True)[1]
 
 
@@ -82,7 +91,8 @@ def tile_waves(tiles: np.ndarray, sm_count: np.ndarray, per_sm: float = 1.0) -> 
 
 
 def triton_configs(cols) -> np.ndarray:
-    """Each row's config where its backend runs it (Triton); None elsewhere (another backend's config is annotation only)."""
+    """Each row's config where its backend runs it (Triton); None elsewhere (another backend's config is only
+    an annotation)."""
     backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
     configs = cols.get("config")
     if configs is None:
@@ -96,8 +106,12 @@ def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -
     table = []
     for u in uniq:
         cfg = json.loads(u) if u else {}
-        table.append([float(cfg[k]) if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool)
-                      else np.nan for k in keys])
+        table.append(
+            [
+                float(cfg[k]) if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool) else np.nan
+                for k in keys
+            ]
+        )
     values = np.asarray(table)[inv]
     return [np.where(np.isnan(values[:, i]), d, values[:, i]) for i, d in enumerate(defaults)]
 
@@ -133,9 +147,10 @@ def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     kernels come out too fast. In cycles the fixed per-kernel costs line up across GPUs (benchmarks/RESULTS.md).
     """
     clock = np.asarray(base["gpu_boost_clock_hz"], dtype=np.float64)
-    return {"log2_floor_cycles": np.log2(np.asarray(base["floor_us"], dtype=np.float64) * 1e-6 * clock),
-            "bytes_per_cycle": np.asarray(base["gpu_memory_bandwidth_bps"], dtype=np.float64) / clock}
-
+    return {
+        "log2_floor_cycles": np.log2(np.asarray(base["floor_us"], dtype=np.float64) * 1e-6 * clock),
+        "bytes_per_cycle": np.asarray(base["gpu_memory_bandwidth_bps"], dtype=np.float64) / clock,
+    }
 
 
 #: fraction of HBM bandwidth a streaming kernel sustains (device copy ~4.3 of 4.8 TB/s on H200;
@@ -163,8 +178,10 @@ def per_backend(table: Mapping[str, float], backend) -> np.ndarray:
 
 def roofline_assumptions(efficiency: Mapping[str, float], kernels: str) -> str:
     eff = ", ".join(f"{b} {e:.0%}" for b, e in efficiency.items())
-    return (f"compute efficiency {eff} of dense peak, wave-quantized; memory {MEMORY_EFFICIENCY:.0%} of HBM "
-            f"bandwidth; {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, {kernels}")
+    return (
+        f"compute efficiency {eff} of dense peak, wave-quantized; memory {MEMORY_EFFICIENCY:.0%} of HBM "
+        f"bandwidth; {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, {kernels}"
+    )
 
 
 #: registers a thread holds besides its fp32 accumulators (addresses, loop state, operand fragments)
@@ -173,8 +190,9 @@ BASE_REGISTERS = 40
 MAX_REGISTERS = 255
 
 
-def resident_ctas(smem: np.ndarray, accumulators: np.ndarray, warps: np.ndarray, units: np.ndarray,
-                  base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def resident_ctas(
+    smem: np.ndarray, accumulators: np.ndarray, warps: np.ndarray, units: np.ndarray, base: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """How a Triton kernel's CTAs sit on an SM, from its shared memory per CTA (bytes), fp32 accumulators per
     thread and warps: CTAs resident per SM (the least of what shared memory, registers and warps allow), and
     the waves of ``units`` work units over those slots. ``base`` carries the gpu_* columns.
@@ -190,7 +208,14 @@ def resident_ctas(smem: np.ndarray, accumulators: np.ndarray, warps: np.ndarray,
     slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
     waves = np.maximum(np.ceil(units / slots), 1)
     spill = np.where(np.isnan(accumulators), np.nan, (accumulators + BASE_REGISTERS > MAX_REGISTERS).astype(float))
-    return {"smem_per_cta": smem, "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"], "ctas_per_sm": ctas,
-            "occupancy": ctas * warps / base["gpu_max_warps_per_sm"], "waves_resident": waves,
-            "wave_efficiency_resident": units / (waves * slots), "accumulators_per_thread": accumulators,
-            "accumulator_spill": spill, "log_units_per_slot": np.log2(units / slots)}
+    return {
+        "smem_per_cta": smem,
+        "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"],
+        "ctas_per_sm": ctas,
+        "occupancy": ctas * warps / base["gpu_max_warps_per_sm"],
+        "waves_resident": waves,
+        "wave_efficiency_resident": units / (waves * slots),
+        "accumulators_per_thread": accumulators,
+        "accumulator_spill": spill,
+        "log_units_per_slot": np.log2(units / slots),
+    }

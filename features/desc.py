@@ -5,15 +5,16 @@ its op family (made from the family's field table by ``make_desc_type``); bad in
 ``ValueError`` naming the field, the value and what is allowed. Constructing a description class
 directly, or ``dataclasses.replace`` on one, runs the same validation.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
-
 from kernelcast.features.fields import ABSENT, config_pairs, field_error
 from kernelcast.features.ops import get_op, op_names
 
@@ -68,7 +69,7 @@ def _python(name: str, value: Any) -> Any:
         return value.item()
     if name == "config":
         return config_pairs(value)
-    if isinstance(value, str) and value.startswith("["):        # explicit per-row lists (MoE token counts)
+    if isinstance(value, str) and value.startswith("["):  # explicit per-row lists (MoE token counts)
         return tuple(json.loads(value))
     return value
 
@@ -82,7 +83,13 @@ def row_keys(op: str, cols) -> list[str]:
         d = {"op": op}
         for name in names:
             value = _python(name, cols[name][i])
-            d[name] = dict(value) if name == "config" and value is not None else list(value) if isinstance(value, tuple) else value
+            d[name] = (
+                dict(value)
+                if name == "config" and value is not None
+                else list(value)
+                if isinstance(value, tuple)
+                else value
+            )
         out.append(json.dumps(d, sort_keys=True))
     return out
 
@@ -92,8 +99,10 @@ def make_desc_type(spec) -> type:
     (filled with the field's real default, or reported missing, by validation)."""
     names = ("gpu", "dtype", "backend", *spec.fields, "config")
     types = {"gpu": str, "dtype": str, "backend": str, "config": Any}
-    fields = [(n, types.get(n, getattr(spec.fields.get(n), "python_type", Any)), dataclasses.field(default=ABSENT))
-              for n in names]
+    fields = [
+        (n, types.get(n, getattr(spec.fields.get(n), "python_type", Any)), dataclasses.field(default=ABSENT))
+        for n in names
+    ]
     cls_name = "".join(p.title() for p in spec.name.split("_")) + "Desc"
     cls = dataclasses.make_dataclass(cls_name, fields, bases=(Desc,), frozen=True, namespace={"op": spec.name})
     cls.__module__ = __name__

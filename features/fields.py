@@ -5,33 +5,62 @@ returns its canonical values plus a mask of bad rows; a scalar description is a 
 A value is *absent* only when the field is not given (``ABSENT`` in a column built from mappings);
 None, NaN and inf are values, and wrong ones, for every field but an optional ``config``.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 #: bytes per element of every dtype a description may carry
 DTYPE_BYTES = {
-    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2,
-    "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_block": 1, "int8": 1, "nvfp4": 0.5,
+    "fp32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_block": 1,
+    "int8": 1,
+    "nvfp4": 0.5,
 }
 #: which peak-rate key of the GPU spec a dtype runs at
 DTYPE_PEAK = {
-    "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8", "fp8_block": "fp8", "int8": "int8", "nvfp4": "fp4",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_block": "fp8",
+    "int8": "int8",
+    "nvfp4": "fp4",
 }
 #: the names torch, numpy and the ecosystem print for a dtype (lower-cased, any ``torch.``/``numpy.`` prefix dropped)
 DTYPE_ALIASES = {
-    "float32": "fp32", "float": "fp32", "single": "fp32", "f32": "fp32", "tensorfloat32": "tf32",
-    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "f16": "fp16",
-    "fp8": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3",
-    "float8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "int8": "int8", "fp4": "nvfp4",
+    "float32": "fp32",
+    "float": "fp32",
+    "single": "fp32",
+    "f32": "fp32",
+    "tensorfloat32": "tf32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "f16": "fp16",
+    "fp8": "fp8_e4m3",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e4m3": "fp8_e4m3",
+    "e4m3": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+    "e5m2": "fp8_e5m2",
+    "int8": "int8",
+    "fp4": "nvfp4",
 }
 #: backends of outside data: aiconfigurator-core's tables keep their framework's name (another backend, not a duplicate)
 OUTSIDE_BACKENDS = ("trtllm", "vllm", "sglang")
@@ -64,7 +93,7 @@ def short(value: Any) -> str:
     """repr of a value, cut to a readable length for error messages."""
     try:
         text = repr(value)
-    except Exception:                                       # a hostile __repr__ must not hide the real error
+    except Exception:  # a hostile __repr__ must not hide the real error
         text = f"<{type(value).__name__}>"
     return text if len(text) <= _MAX_REPR else f"{text[:_MAX_REPR]}… ({len(text)} chars)"
 
@@ -76,7 +105,13 @@ def field_error(field: str, value: Any, allowed: str) -> ValueError:
 
 def canonical_dtype(value: Any) -> Any:
     """A dtype name as torch/numpy/users write it -> kernelcast's name; anything else is returned unchanged."""
-    text = value if isinstance(value, str) else str(value) if type(value).__module__.startswith(("torch", "numpy")) else None
+    text = (
+        value
+        if isinstance(value, str)
+        else str(value)
+        if type(value).__module__.startswith(("torch", "numpy"))
+        else None
+    )
     if text is None:
         return value
     key = text.strip().lower().removeprefix("torch.").removeprefix("numpy.").removeprefix("np.")
@@ -93,18 +128,19 @@ def _hash_key(value: Any) -> tuple:
 
 
 def per_value(values: np.ndarray, fn: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
-    """``fn`` once per distinct value of an object column -> (results, ok mask); ``fn`` raises ValueError for bad values."""
+    """``fn`` once per distinct value of an object column -> (results, ok mask); ``fn`` raises ValueError for a
+    bad value."""
     n = len(values)
     out = np.empty(n, dtype=object)
     ok = np.ones(n, dtype=bool)
-    if n <= SMALL:                                                        # a few descriptions: no hashing at all
+    if n <= SMALL:  # a few descriptions: no hashing at all
         for i, value in enumerate(values):
             try:
                 out[i] = fn(value)
             except ValueError:
                 ok[i] = False
         return out, ok
-    if pd.api.types.infer_dtype(values, skipna=False) == "string":          # the usual case, hashed in C
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":  # the usual case, hashed in C
         codes, uniq = pd.factorize(values)
         res, good = [], []
         for u in uniq:
@@ -135,7 +171,7 @@ class Check:
 
     values: np.ndarray
     bad: np.ndarray
-    allowed: Callable[[int], str]       # row position -> the allowed text for that row
+    allowed: Callable[[int], str]  # row position -> the allowed text for that row
 
 
 class Field:
@@ -186,7 +222,7 @@ class IntField(Field):
         return f"{'a power of two' if self.pow2 else 'an integer'} in [{self.lo}, {self.hi}]"
 
     def check(self, name, col, ctx):
-        if col.dtype.kind in "iu":                                       # typed columns: no per-value work
+        if col.dtype.kind in "iu":  # typed columns: no per-value work
             values = col.astype(np.int64)
             bad = (col < self.lo) | (col > self.hi)
         elif col.dtype.kind == "f":
@@ -255,7 +291,7 @@ class CustomField(Field):
     text: str = ""
     default: Any = None
     python_type: type = object
-    optional: bool = False            # None is a value meaning "not given" (config only)
+    optional: bool = False  # None is a value meaning "not given" (config only)
 
     def describe(self) -> str:
         return self.text
@@ -270,8 +306,8 @@ class Rule:
 
     field: str
     ok: Callable[[Mapping[str, np.ndarray]], Any]
-    allowed: Callable[[Mapping[str, Any]], str]     # given one row's scalar values
-    needs: tuple[str, ...] | None = None            # the fields it reads: checked as soon as they are (None: last)
+    allowed: Callable[[Mapping[str, Any]], str]  # given one row's scalar values
+    needs: tuple[str, ...] | None = None  # the fields it reads: checked as soon as they are (None: last)
 
 
 @dataclass(frozen=True)
@@ -282,13 +318,15 @@ class TritonConfig:
 
     def check_one(self, cfg: Any, backend: str) -> str | None:
         """A config value (mapping, its JSON text, or None) -> canonical JSON text (None: no config)."""
-        if isinstance(cfg, str):                                  # rows and CLIs carry configs as JSON text
+        if isinstance(cfg, str):  # rows and CLIs carry configs as JSON text
             try:
                 cfg = json.loads(cfg)
             except json.JSONDecodeError:
-                raise field_error("config", cfg, "a mapping of names to numbers or strings (or its JSON text)") from None
+                raise field_error(
+                    "config", cfg, "a mapping of names to numbers or strings (or its JSON text)"
+                ) from None
         if isinstance(cfg, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in cfg):
-            cfg = dict(cfg)                                       # a description's own (key, value) pairs
+            cfg = dict(cfg)  # a description's own (key, value) pairs
         if cfg is None:
             if backend == "triton":
                 raise field_error("config", None, f"a mapping with {', '.join(self.keys)} for backend 'triton'")
@@ -300,7 +338,9 @@ class TritonConfig:
                 raise field_error("config", cfg, "a mapping with string keys")
         if backend != "triton":
             for key, value in cfg.items():
-                if not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
+                if not isinstance(value, (str, int, float, bool)) or (
+                    isinstance(value, float) and not math.isfinite(value)
+                ):
                     raise field_error(f"config.{key}", value, "a string, finite number or bool")
             return json.dumps(dict(cfg), sort_keys=True)
         unknown = sorted(set(cfg) - set(self.keys))
@@ -341,8 +381,10 @@ class TritonConfig:
                     bad[i] = True
                     messages[i] = msg
             return Check(out, bad, lambda i: messages[i])
-        return CustomField(checker=checker, text="a Triton config mapping (backend 'triton') or none",
-                           default=None, optional=True)
+
+        return CustomField(
+            checker=checker, text="a Triton config mapping (backend 'triton') or none", default=None, optional=True
+        )
 
 
 def config_pairs(text: str | None) -> tuple[tuple[str, Any], ...] | None:
@@ -350,6 +392,25 @@ def config_pairs(text: str | None) -> tuple[tuple[str, Any], ...] | None:
     return None if text is None else tuple(sorted(json.loads(text).items()))
 
 
-__all__ = ["ABSENT", "DTYPE_ALIASES", "DTYPE_BYTES", "DTYPE_PEAK", "MAX_ELEMENTS", "OUTSIDE_BACKENDS", "BoolField", "Check", "ChoiceField",
-           "CustomField", "Field", "IntField", "Rule", "TritonConfig", "canonical_dtype", "config_pairs", "field_error",
-           "is_absent", "per_value", "short"]
+__all__ = [
+    "ABSENT",
+    "DTYPE_ALIASES",
+    "DTYPE_BYTES",
+    "DTYPE_PEAK",
+    "MAX_ELEMENTS",
+    "OUTSIDE_BACKENDS",
+    "BoolField",
+    "Check",
+    "ChoiceField",
+    "CustomField",
+    "Field",
+    "IntField",
+    "Rule",
+    "TritonConfig",
+    "canonical_dtype",
+    "config_pairs",
+    "field_error",
+    "is_absent",
+    "per_value",
+    "short",
+]

@@ -1,11 +1,13 @@
 """The GPU spec database: one TOML file per GPU under ``features/gpus/``, loaded into ``GpuSpec``."""
+
 from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 GPU_DIR = Path(__file__).with_name("gpus")
 
@@ -74,8 +76,10 @@ def resolve_gpu_name(name: str) -> str:
     specs, index = _database()
     canonical = index.get(_norm(name)) if isinstance(name, str) else None
     if canonical is None:
-        raise ValueError(f"kernel_desc['gpu'] must be one of {', '.join(sorted(specs))} "
-                         f"(or an alias, see `kernelcast gpus`); got {name!r}")
+        raise ValueError(
+            f"kernel_desc['gpu'] must be one of {', '.join(sorted(specs))} "
+            f"(or an alias, see `kernelcast gpus`); got {name!r}"
+        )
     return canonical
 
 

@@ -3,13 +3,16 @@
 The sweeps read these shapes to measure real-model GEMMs, attention and MoE experts; ``kernelcast layer``
 reads them to predict a layer. Both go through ``split_layer`` so a shape means the same in both.
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
-import tomllib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+import tomllib
 
 MODELS_FILE = Path(__file__).with_name("models.toml")
 #: the fused-MoE Triton config ``model_layer`` describes (vLLM's default shape class for bf16)
@@ -32,8 +35,9 @@ def split_layer(model: str, layer: list, tp: int, info: dict) -> tuple[int, int]
     per rank), ``k`` (row-parallel) or ``none`` (replicated).
     """
     if not (isinstance(layer, list) and len(layer) == 4 and layer[3] in ("n", "k", "none")):
-        raise ValueError(f"{MODELS_FILE.name}: models.{model}.linear entries must be [name, n, k, 'n'|'k'|'none']; "
-                         f"got {layer!r}")
+        raise ValueError(
+            f"{MODELS_FILE.name}: models.{model}.linear entries must be [name, n, k, 'n'|'k'|'none']; got {layer!r}"
+        )
     name, n, k, how = layer
     if how == "n":
         if name == "qkv":
@@ -45,8 +49,9 @@ def split_layer(model: str, layer: list, tp: int, info: dict) -> tuple[int, int]
     return n, k
 
 
-def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1,
-                dtype: str = "bf16") -> list[tuple[str, dict]]:
+def model_layer(
+    model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1, dtype: str = "bf16"
+) -> list[tuple[str, dict]]:
     """Every kernel of one decoder layer of a ``models.toml`` model, as (layer name, description).
 
     ``tokens`` new tokens of one sequence attend causally to ``context + tokens`` keys; tensor
@@ -63,17 +68,57 @@ def model_layer(model: str, tokens: int, gpu: str, context: int = 0, tp: int = 1
         shape = split_layer(model, layer, tp, info)
         if isinstance(shape, str):
             raise ValueError(f"tp={tp} does not fit {shape}")
-        out.append((layer[0], {"op": "gemm", "backend": "cublas", "layout": "nt", "m": tokens, "n": shape[0],
-                               "k": shape[1], **common}))
+        out.append(
+            (
+                layer[0],
+                {
+                    "op": "gemm",
+                    "backend": "cublas",
+                    "layout": "nt",
+                    "m": tokens,
+                    "n": shape[0],
+                    "k": shape[1],
+                    **common,
+                },
+            )
+        )
     if "heads_q" in info:
-        out.insert(1, ("attention", {"op": "attention", "backend": "flash", "batch": 1, "heads_q": info["heads_q"] // tp,
-                                     "heads_kv": max(1, info["heads_kv"] // tp), "head_dim": info["head_dim"],
-                                     "seq_q": tokens, "seq_kv": context + tokens, "causal": True, **common}))
+        out.insert(
+            1,
+            (
+                "attention",
+                {
+                    "op": "attention",
+                    "backend": "flash",
+                    "batch": 1,
+                    "heads_q": info["heads_q"] // tp,
+                    "heads_kv": max(1, info["heads_kv"] // tp),
+                    "head_dim": info["head_dim"],
+                    "seq_q": tokens,
+                    "seq_kv": context + tokens,
+                    "causal": True,
+                    **common,
+                },
+            ),
+        )
     if "moe" in info:
         moe = info["moe"]
-        out.append(("experts", {"op": "moe", "backend": "triton", "tokens": tokens, "hidden": info["hidden"],
-                                "ffn": moe["ffn"] // tp, "experts": moe["experts"], "top_k": moe["top_k"],
-                                "config": LAYER_MOE_CONFIG, **common}))
+        out.append(
+            (
+                "experts",
+                {
+                    "op": "moe",
+                    "backend": "triton",
+                    "tokens": tokens,
+                    "hidden": info["hidden"],
+                    "ffn": moe["ffn"] // tp,
+                    "experts": moe["experts"],
+                    "top_k": moe["top_k"],
+                    "config": LAYER_MOE_CONFIG,
+                    **common,
+                },
+            )
+        )
     return out
 
 
@@ -82,18 +127,29 @@ def _gemm_points(base, model, info, tp, tokens, kind, batches, seqs):
     for layer in info.get("linear", []):
         shape = split_layer(model, layer, tp, info)
         point = {**base, "m": tokens}
-        yield (point, shape) if isinstance(shape, str) else ({**point, "n": shape[0], "k": shape[1]},
-                                                             {**tags, "layer": layer[0]})
+        yield (
+            (point, shape)
+            if isinstance(shape, str)
+            else ({**point, "n": shape[0], "k": shape[1]}, {**tags, "layer": layer[0]})
+        )
 
 
 def _attention_points(base, model, info, tp, tokens, kind, batches, seqs):
-    if "attention" in info:                   # a layer the fields cannot express (MLA): its reason
+    if "attention" in info:  # a layer the fields cannot express (MLA): its reason
         yield {**base, "model": model}, f"{model}: {info['attention']}"
         return
     heads_q, heads_kv = info["heads_q"] // tp, max(1, info["heads_kv"] // tp)
     for batch, seq in itertools.product(batches, seqs):
-        point = {**base, "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": info["head_dim"],
-                 "seq_q": seq if kind == "prefill" else 1, "seq_kv": seq, "causal": kind == "prefill"}
+        point = {
+            **base,
+            "batch": batch,
+            "heads_q": heads_q,
+            "heads_kv": heads_kv,
+            "head_dim": info["head_dim"],
+            "seq_q": seq if kind == "prefill" else 1,
+            "seq_kv": seq,
+            "causal": kind == "prefill",
+        }
         yield point, {"model": model, "tp": tp, "layer": f"attention_{kind}"}
 
 
@@ -105,8 +161,14 @@ def _moe_points(base, model, info, tp, tokens, kind, batches, seqs):
     if moe["ffn"] % tp:
         yield {**base, "model": model}, f"{model}: expert ffn={moe['ffn']} not divisible by tp={tp}"
         return
-    point = {**base, "tokens": tokens, "hidden": info["hidden"], "ffn": moe["ffn"] // tp,
-             "experts": moe["experts"], "top_k": moe["top_k"]}
+    point = {
+        **base,
+        "tokens": tokens,
+        "hidden": info["hidden"],
+        "ffn": moe["ffn"] // tp,
+        "experts": moe["experts"],
+        "top_k": moe["top_k"],
+    }
     yield point, {"model": model, "tp": tp, "layer": "experts"}
 
 
@@ -115,8 +177,9 @@ _POINTS = {"gemm": _gemm_points, "attention": _attention_points, "moe": _moe_poi
 MODEL_OPS = tuple(_POINTS)
 
 
-def model_points(base: dict, model: str, tp: int, tokens: int, kind: str = "prefill", batches=(1,),
-                 seqs=None) -> Iterator[tuple[dict, Any]]:
+def model_points(
+    base: dict, model: str, tp: int, tokens: int, kind: str = "prefill", batches=(1,), seqs=None
+) -> Iterator[tuple[dict, Any]]:
     """The sweep points of one real model's layers of op ``base["op"]``: (point, tags), or (point, why not)."""
     info = models_data()[model]
     yield from _POINTS[base["op"]](base, model, info, tp, tokens, kind, batches, list(seqs or [tokens]))

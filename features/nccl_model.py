@@ -34,6 +34,7 @@ What NCCL learns from its topology search, and what we assume instead (documente
 * AMD (cdna3/cdna4, RCCL): RCCL replaces the tuner with table-driven ``rcclTuningModel``; we
   use NCCL's Hopper constants and xGMI headline × 0.75 instead — flagged by ``rccl_proxy(arch)``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,7 +42,6 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-
 from kernelcast.features.common import key_codes
 
 ALGOS = ("tree", "ring", "pat", "p2p")
@@ -67,11 +67,88 @@ PER_CH_MAX_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
 PER_CH_MAX_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
 PER_CH_MAX_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
 #: Tree bandwidth correction by log2(nBytes >> 6) (64 B ... 256 MiB), per protocol
-TREE_CORRECTION = np.array([
-    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0],
-    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
-    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9],
-])
+TREE_CORRECTION = np.array(
+    [
+        [
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            0.9,
+            0.8,
+            0.7,
+            0.7,
+            0.7,
+            0.7,
+            0.6,
+            0.5,
+            0.4,
+            0.4,
+            0.5,
+            0.6,
+            0.7,
+            0.8,
+            0.9,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+        ],
+        [
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            0.9,
+            0.8,
+            0.8,
+            0.8,
+            0.7,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.8,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            1.0,
+            1.0,
+            1.0,
+        ],
+        [
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.8,
+            0.7,
+            0.6,
+            0.6,
+            0.5,
+            0.5,
+            0.5,
+            0.5,
+            0.6,
+            0.7,
+            0.8,
+            0.7,
+            0.7,
+            0.8,
+            0.9,
+            0.9,
+            0.9,
+        ],
+    ]
+)
 #: Tree correction rows by log2i(nBytes >> 6) + 1: row 0 (< 64 B) and row 24 (>= 512 MiB) apply none
 _TREE_ROWS = np.vstack([np.ones(3), TREE_CORRECTION.T[:23], np.ones(3)])
 _ALGO_NAMES, _PROTO_NAMES = np.array(ALGOS), np.array(PROTOS)
@@ -79,32 +156,40 @@ _ALGO_NAMES, _PROTO_NAMES = np.array(ALGOS), np.array(PROTOS)
 ARCH_INDEX = {"volta": 0, "ampere": 1, "ada": 1, "hopper": 2, "blackwell": 3, "cdna3": 2, "cdna4": 2}
 AMD_ARCHS = ("cdna3", "cdna4")
 #: NCCL's per-direction figure over the vendor's both-directions headline, per link kind
-NCCL_LINK_RATIO = {"nvlink2": 20.0 / 25.0, "nvlink3": 20.0 / 25.0, "nvlink4": 20.6 / 25.0,
-                   "nvlink5": 40.1 / 50.0, "pcie3": 0.75, "pcie4": 0.75, "pcie5": 0.75, "xgmi": 0.75}
+NCCL_LINK_RATIO = {
+    "nvlink2": 20.0 / 25.0,
+    "nvlink3": 20.0 / 25.0,
+    "nvlink4": 20.6 / 25.0,
+    "nvlink5": 40.1 / 50.0,
+    "pcie3": 0.75,
+    "pcie4": 0.75,
+    "pcie5": 0.75,
+    "xgmi": 0.75,
+}
 SPEEDS_INTRA = {  # search.cc speed arrays (GB/s per channel), by compute-capability index
     0: (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
     1: (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
     2: (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
     3: (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
 }
-MAX_SEARCH_CHANNELS = 16      # ringGraph.maxChannels = MAXCHANNELS / 2
-NET_BW_GBS = 50.0             # one 400 Gb/s NIC per GPU
-NET_OVERHEAD_US = 1.0         # getNetOverhead on an Intel x86 host (×3 for Simple)
-P2P_LAT_US = {HW_NVLINK: 0.6, HW_PCI: 1.0, HW_NET: 2.7}   # per-peer hop (NCCL's Ring/LL hwLat)
+MAX_SEARCH_CHANNELS = 16  # ringGraph.maxChannels = MAXCHANNELS / 2
+NET_BW_GBS = 50.0  # one 400 Gb/s NIC per GPU
+NET_OVERHEAD_US = 1.0  # getNetOverhead on an Intel x86 host (×3 for Simple)
+P2P_LAT_US = {HW_NVLINK: 0.6, HW_PCI: 1.0, HW_NET: 2.7}  # per-peer hop (NCCL's Ring/LL hwLat)
 
 
 class NcclEstimate(NamedTuple):
     """Arrays, one entry per call: what NCCL's model predicts and picks."""
 
     time_us: np.ndarray
-    algo: np.ndarray          # str: tree | ring | pat | p2p
-    proto: np.ndarray         # str: LL | LL128 | Simple
-    algo_code: np.ndarray     # index into ALGOS
-    proto_code: np.ndarray    # index into PROTOS
-    latency_us: np.ndarray    # latency term of the chosen (algo, proto)
-    algbw_gbs: np.ndarray     # model bandwidth of the chosen (algo, proto), corrections applied
-    bus_bw_gbs: np.ndarray    # the nccl-tests busbw this time implies
-    channels: np.ndarray      # channels of NCCL's graph (search result after duplication)
+    algo: np.ndarray  # str: tree | ring | pat | p2p
+    proto: np.ndarray  # str: LL | LL128 | Simple
+    algo_code: np.ndarray  # index into ALGOS
+    proto_code: np.ndarray  # index into PROTOS
+    latency_us: np.ndarray  # latency term of the chosen (algo, proto)
+    algbw_gbs: np.ndarray  # model bandwidth of the chosen (algo, proto), corrections applied
+    bus_bw_gbs: np.ndarray  # the nccl-tests busbw this time implies
+    channels: np.ndarray  # channels of NCCL's graph (search result after duplication)
 
 
 def rccl_proxy(arch: Any) -> np.ndarray:
@@ -129,8 +214,9 @@ def bus_bytes(collective: Any, nbytes: Any, ranks: Any) -> np.ndarray:
 def _check_collectives(coll: np.ndarray) -> None:
     bad = np.setdiff1d(np.unique(coll), TUNED + P2P_COLLECTIVES)
     if bad.size:
-        raise ValueError(f"kernel_desc['collective'] must be one of {', '.join(TUNED + P2P_COLLECTIVES)}; "
-                         f"got {bad[0]!r}")
+        raise ValueError(
+            f"kernel_desc['collective'] must be one of {', '.join(TUNED + P2P_COLLECTIVES)}; got {bad[0]!r}"
+        )
 
 
 def _arch_index(arch: str) -> int:
@@ -139,7 +225,7 @@ def _arch_index(arch: str) -> int:
     return ARCH_INDEX[arch]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def intra_graph(arch: str, link_kind: str, link_bw_bps: float) -> tuple[int, float]:
     """(nChannels, per-channel GB/s) of NCCL's ring graph for one node of this GPU."""
     if link_kind not in NCCL_LINK_RATIO:
@@ -153,7 +239,7 @@ def intra_graph(arch: str, link_kind: str, link_bw_bps: float) -> tuple[int, flo
         if n and n * speed > best[0] * best[1]:
             best = (n, speed)
     n, speed = best
-    if speed >= 25.0:      # ncclTopoCompute duplicates fast channels
+    if speed >= 25.0:  # ncclTopoCompute duplicates fast channels
         dup = min(2 * n, MAX_SEARCH_CHANNELS)
         speed, n = speed / math.ceil(dup / n), dup
     return n, speed
@@ -177,7 +263,7 @@ def _ring_tree_lat(coll: str, a: int, p: int, n: int, nodes: int, intra_hw: int)
     intra = HW_LAT[intra_hw][a][p]
     inter = HW_LAT[HW_NET][TREE if ppn == 1 else a][p]
     lat = BASE_LAT[a][p]
-    if a == RING and coll == "broadcast":          # sameChannels: one hop's latency
+    if a == RING and coll == "broadcast":  # sameChannels: one hop's latency
         return lat + HW_LAT[intra_hw if nodes == 1 else HW_NET][RING][p]
     if a == RING:
         overhead = 0.0 if nodes == 1 else NET_OVERHEAD_US * (3 if p == SIMPLE else 1)
@@ -186,7 +272,7 @@ def _ring_tree_lat(coll: str, a: int, p: int, n: int, nodes: int, intra_hw: int)
         return lat + (nsteps - n_inter) * intra + n_inter * inter
     if a == TREE:
         return lat + 2 * ((n // nodes - 1) * intra + _log2i(nodes) * inter)
-    return lat + _log2i(nodes) * (inter / 3.5) + n * 2.8     # PAT
+    return lat + _log2i(nodes) * (inter / 3.5) + n * 2.8  # PAT
 
 
 def _ring_tree_bw(coll: str, a: int, p: int, n: int, nodes: int, cc: int, nch: int, bw: float) -> float:
@@ -205,7 +291,7 @@ def _ring_tree_bw(coll: str, a: int, p: int, n: int, nodes: int, cc: int, nch: i
         elif p == LL128:
             bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[cc][idx2])
     elif a == PAT:
-        return bus * 0.75                            # AllGather/ReduceScatter: no busBw→algBw ratio
+        return bus * 0.75  # AllGather/ReduceScatter: no busBw→algBw ratio
     nsteps = 2 * (n - 1) if coll == "all_reduce" else n - 1 if coll in ("all_gather", "reduce_scatter") else n
     return bus * (n / nsteps if a == RING else 0.5)
 
@@ -225,12 +311,12 @@ def _p2p_row(coll: str, n: int, nodes: int, intra_hw: int, intra_gbs: float) -> 
 class Table(NamedTuple):
     """NCCL's per-communicator numbers for one collective (``comm->latencies/bandwidths``)."""
 
-    lat: np.ndarray           # [12] µs per slot ``algo * 3 + proto``
-    bw: np.ndarray            # [12] GB/s algorithm bandwidth; 0 = not run
-    channels: int             # nChannels of the graph
-    busbw_factor: float       # nccl-tests factor for this collective and rank count
-    tree_corrected: bool      # AllReduce: Tree bandwidth gets treeCorrectionFactor
-    plateau_bytes: float      # Ring/Simple latency × plateau_mult from this size on (multi-node AllReduce)
+    lat: np.ndarray  # [12] µs per slot ``algo * 3 + proto``
+    bw: np.ndarray  # [12] GB/s algorithm bandwidth; 0 = not run
+    channels: int  # nChannels of the graph
+    busbw_factor: float  # nccl-tests factor for this collective and rank count
+    tree_corrected: bool  # AllReduce: Tree bandwidth gets treeCorrectionFactor
+    plateau_bytes: float  # Ring/Simple latency × plateau_mult from this size on (multi-node AllReduce)
     plateau_mult: float
 
 
@@ -241,13 +327,16 @@ def _factor(coll: str, n: int) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def tune_table(coll: str, n: int, rpn: int, arch: str, link_kind: str, link_bw_bps: float,
-               nvswitch: bool, links: int) -> Table:
+def tune_table(
+    coll: str, n: int, rpn: int, arch: str, link_kind: str, link_bw_bps: float, nvswitch: bool, links: int
+) -> Table:
     """ncclTopoTuneModel for one (collective, ranks, ranks per node, GPU); p2p collectives get our p2p slot."""
     if coll not in TUNED + P2P_COLLECTIVES:
         raise ValueError(f"kernel_desc['collective'] must be one of {', '.join(TUNED + P2P_COLLECTIVES)}; got {coll!r}")
     if not 2 <= n == int(n) or not 1 <= rpn == int(rpn) or n % rpn:
-        raise ValueError(f"kernel_desc['ranks_per_node'] must divide ranks (>= 2); got ranks={n!r}, ranks_per_node={rpn!r}")
+        raise ValueError(
+            f"kernel_desc['ranks_per_node'] must divide ranks (>= 2); got ranks={n!r}, ranks_per_node={rpn!r}"
+        )
     n, nodes = int(n), int(n // rpn)
     cc = _arch_index(arch)
     nch, speed = intra_graph(arch, link_kind, _usable_bw_bps(link_bw_bps, nvswitch, links, n // nodes))
@@ -262,11 +351,18 @@ def tune_table(coll: str, n: int, rpn: int, arch: str, link_kind: str, link_bw_b
                 if (p == LL128 and intra_hw != HW_NVLINK) or (a == PAT and (p != SIMPLE or nodes != n)):
                     continue
                 lat[a * 3 + p] = _ring_tree_lat(coll, a, p, n, nodes, intra_hw)
-                pair_tree = 2.0 if a == TREE and n == 2 and nodes == 1 else 1.0   # see module docstring
+                pair_tree = 2.0 if a == TREE and n == 2 and nodes == 1 else 1.0  # see module docstring
                 bw[a * 3 + p] = _ring_tree_bw(coll, a, p, n, nodes, cc, nch, per_ch * pair_tree)
     multi_ar = coll == "all_reduce" and nodes > 1
-    return Table(lat, bw, nch, _factor(coll, n), coll == "all_reduce",
-                 64.0 * nch * n if multi_ar else math.inf, 1.9 if cc == 0 else 1.4)
+    return Table(
+        lat,
+        bw,
+        nch,
+        _factor(coll, n),
+        coll == "all_reduce",
+        64.0 * nch * n if multi_ar else math.inf,
+        1.9 if cc == 0 else 1.4,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -277,7 +373,7 @@ def _stacked(keys: tuple[tuple, ...]) -> tuple[np.ndarray, ...]:
     bw = np.stack(cols[1])
     with np.errstate(divide="ignore"):
         inv_bw = np.where(bw > 0, 1.0 / bw, 0.0)
-    lat = np.where(bw > 0, np.stack(cols[0]), np.inf)            # a slot NCCL will not run never wins
+    lat = np.where(bw > 0, np.stack(cols[0]), np.inf)  # a slot NCCL will not run never wins
     return (lat, inv_bw, *(np.asarray(c, dtype=np.float64) for c in cols[2:]))
 
 
@@ -291,7 +387,7 @@ def _codes(arrays: list[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
         return np.zeros((), dtype=np.int64), (tuple(a.item() for a in arrays),)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
-    if len(flat[0]) <= SMALL_KEYS:                        # a few rows: a dict beats nine factorize calls
+    if len(flat[0]) <= SMALL_KEYS:  # a few rows: a dict beats nine factorize calls
         index: dict[tuple, int] = {}
         codes = [index.setdefault(k, len(index)) for k in zip(*(a.tolist() for a in flat))]
         return np.asarray(codes, dtype=np.int64).reshape(shape), tuple(index)
@@ -300,8 +396,17 @@ def _codes(arrays: list[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
     return codes.reshape(shape), keys
 
 
-def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, arch: Any,
-                 link_kind: Any, link_bw_bps: Any, nvswitch: Any, links: Any = 0) -> NcclEstimate:
+def nccl_time_us(
+    collective: Any,
+    nbytes: Any,
+    ranks: Any,
+    ranks_per_node: Any,
+    arch: Any,
+    link_kind: Any,
+    link_bw_bps: Any,
+    nvswitch: Any,
+    links: Any = 0,
+) -> NcclEstimate:
     """NCCL's predicted time (µs) and its (algo, proto) choice; every argument a scalar or an array.
 
     ``nbytes`` follows nccl-tests' "size" (all_gather: total output; reduce_scatter: total input),
@@ -311,9 +416,18 @@ def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, 
     nb = np.asarray(nbytes, dtype=np.float64)
     if not (nb > 0).all():
         raise ValueError(f"kernel_desc['bytes'] must be > 0; got {nb[~(nb > 0)].ravel()[:1]!r}")
-    codes, keys = _codes([np.asarray(collective), np.asarray(ranks), np.asarray(ranks_per_node),
-                          np.asarray(arch), np.asarray(link_kind), np.asarray(link_bw_bps, dtype=np.float64),
-                          np.asarray(nvswitch), np.asarray(links)])
+    codes, keys = _codes(
+        [
+            np.asarray(collective),
+            np.asarray(ranks),
+            np.asarray(ranks_per_node),
+            np.asarray(arch),
+            np.asarray(link_kind),
+            np.asarray(link_bw_bps, dtype=np.float64),
+            np.asarray(nvswitch),
+            np.asarray(links),
+        ]
+    )
     if codes.shape != nb.shape:
         shape = np.broadcast_shapes(codes.shape, nb.shape)
         codes, nb = np.broadcast_to(codes, shape), np.broadcast_to(nb, shape)
@@ -322,7 +436,7 @@ def nccl_time_us(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, 
 
 def _get_algo_time(nb, lat, inv_bw, nch, factor, tree, plateau, mult) -> NcclEstimate:
     """ncclTopoGetAlgoTime over every slot (Tree correction, ring plateau), then NCCL's pick: the minimum."""
-    log_size = np.floor(np.log2(np.maximum(nb, 32.0) / 64.0)).astype(np.int64)    # log2i(nBytes >> 6)
+    log_size = np.floor(np.log2(np.maximum(nb, 32.0) / 64.0)).astype(np.int64)  # log2i(nBytes >> 6)
     corr = np.where(tree[..., None] > 0, _TREE_ROWS[np.minimum(log_size + 1, 24)], 1.0)
     inv_bw, lat = inv_bw.copy(), lat.copy()
     inv_bw[..., :3] /= corr
@@ -333,12 +447,30 @@ def _get_algo_time(nb, lat, inv_bw, nch, factor, tree, plateau, mult) -> NcclEst
     pick = lambda m: m.reshape(-1)[flat].reshape(slot.shape)
     t = pick(time)
     algo_code, proto_code = slot // 3, slot % 3
-    return NcclEstimate(t, _ALGO_NAMES[algo_code], _PROTO_NAMES[proto_code], algo_code, proto_code,
-                        pick(lat), 1.0 / pick(inv_bw), nb / (t * 1e3) * factor, nch.astype(np.int64))
+    return NcclEstimate(
+        t,
+        _ALGO_NAMES[algo_code],
+        _PROTO_NAMES[proto_code],
+        algo_code,
+        proto_code,
+        pick(lat),
+        1.0 / pick(inv_bw),
+        nb / (t * 1e3) * factor,
+        nch.astype(np.int64),
+    )
 
 
 def nccl_time_for_gpu(collective: Any, nbytes: Any, ranks: Any, ranks_per_node: Any, spec: Any) -> NcclEstimate:
     """``nccl_time_us`` with the GPU numbers taken from one ``GpuSpec``."""
     ic = spec.interconnect
-    return nccl_time_us(collective, nbytes, ranks, ranks_per_node, spec.architecture, ic["kind"],
-                        float(ic["bandwidth_bps"]), bool(ic["nvswitch"]), int(ic.get("links", 0)))
+    return nccl_time_us(
+        collective,
+        nbytes,
+        ranks,
+        ranks_per_node,
+        spec.architecture,
+        ic["kind"],
+        float(ic["bandwidth_bps"]),
+        bool(ic["nvswitch"]),
+        int(ic.get("links", 0)),
+    )

@@ -4,18 +4,31 @@ Scalars (``parse_desc``, a description object's constructor) are one-row columns
 (``predict_many``, training rows) are many. Both run the same field checks and rules, so the same
 input gets the same answer or the same error everywhere.
 """
+
 from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.common import key_codes
-from kernelcast.features.fields import (ABSENT, DTYPE_PEAK, SMALL, Check, ChoiceField, CustomField, Field, Rule,
-                                        canonical_dtype, field_error, is_absent, per_value)
+from kernelcast.features.fields import (
+    ABSENT,
+    DTYPE_PEAK,
+    SMALL,
+    Check,
+    ChoiceField,
+    CustomField,
+    Field,
+    Rule,
+    canonical_dtype,
+    field_error,
+    is_absent,
+    per_value,
+)
 from kernelcast.features.gpu import get_gpu, list_gpus, resolve_gpu_name
 from kernelcast.features.ops import OpSpec, get_op, op_names
 
@@ -42,8 +55,13 @@ def _fields(op: str) -> dict[str, Field]:
 
     spec = get_op(op)
     config = spec.triton_config if spec.triton_config is not None else TritonConfig(_FREE_CONFIG_KEYS).field()
-    return {"gpu": GPU_FIELD, "dtype": ChoiceField(spec.dtypes, canon=canonical_dtype),
-            "backend": ChoiceField(spec.backends), **spec.fields, "config": config}
+    return {
+        "gpu": GPU_FIELD,
+        "dtype": ChoiceField(spec.dtypes, canon=canonical_dtype),
+        "backend": ChoiceField(spec.backends),
+        **spec.fields,
+        "config": config,
+    }
 
 
 @functools.cache
@@ -61,6 +79,7 @@ def _dtype_rule(spec: OpSpec) -> Rule:
     def allowed(c):
         runs = [d for d in spec.dtypes if _has_units(c["gpu"], d)]
         return f"one of {', '.join(runs)} on {c['gpu']} (it has no {DTYPE_PEAK[c['dtype']]} units)"
+
     return Rule("dtype", ok, allowed, needs=("gpu", "dtype"))
 
 
@@ -94,7 +113,9 @@ def _scalar(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def validate_columns(op: str, cols: Mapping[str, Any], n: int, problems: Problems | None = None) -> dict[str, np.ndarray]:
+def validate_columns(
+    op: str, cols: Mapping[str, Any], n: int, problems: Problems | None = None
+) -> dict[str, np.ndarray]:
     """Validate description columns of one op (``ABSENT`` cells take defaults) -> canonical columns.
 
     ``problems`` collects bad rows instead of raising (training); canonical values of bad rows are
@@ -117,14 +138,17 @@ def validate_columns(op: str, cols: Mapping[str, Any], n: int, problems: Problem
                 col[missing] = None
                 missing[:] = False
             else:
-                problems.add(missing, lambda i, f=fld: field_error(name, None, f"{f.describe()} (required for op {op!r})").args[0])
+                problems.add(
+                    missing,
+                    lambda i, f=fld, n=name: field_error(n, None, f"{f.describe()} (required for op {op!r})").args[0],
+                )
                 col = col.copy()
                 col[missing] = _placeholder(fld)
-        if isinstance(fld, CustomField) and fld.optional and col.dtype == object:       # an empty config cell: none
+        if isinstance(fld, CustomField) and fld.optional and col.dtype == object:  # an empty config cell: none
             empty = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in col), bool, len(col))
             col = np.where(empty, None, col)
         check = fld.check(name, col, out)
-        problems.add(check.bad, lambda i, c=check, v=col: _message(name, c, v[i], i))
+        problems.add(check.bad, lambda i, c=check, v=col, n=name: _message(n, c, v[i], i))
         out[name] = check.values
         ready = [r for r in pending if r.needs is not None and set(r.needs) <= set(out)]
         for rule in ready:
@@ -140,8 +164,12 @@ def validate_columns(op: str, cols: Mapping[str, Any], n: int, problems: Problem
 def _apply(rule: Rule, out: dict[str, np.ndarray], problems: Problems) -> None:
     with np.errstate(all="ignore"):
         ok = np.asarray(rule.ok(out), dtype=bool)
-    problems.add(~ok, lambda i: field_error(
-        rule.field, _scalar(out[rule.field][i]), rule.allowed({k: _scalar(v[i]) for k, v in out.items()})).args[0])
+    problems.add(
+        ~ok,
+        lambda i: field_error(
+            rule.field, _scalar(out[rule.field][i]), rule.allowed({k: _scalar(v[i]) for k, v in out.items()})
+        ).args[0],
+    )
 
 
 def _message(name: str, check: Check, raw: Any, i: int) -> str:
@@ -188,8 +216,9 @@ def unknown_field_error(name: Any, value: Any, allowed: Iterable[str], op: str |
     return field_error(str(name), value, f"absent: {takes}{', '.join(allowed)}{hint}")
 
 
-def validate_frame(frame: pd.DataFrame, extra_columns: Iterable[str] = (), strict: bool = True
-                   ) -> tuple[dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], dict[int, str]]:
+def validate_frame(
+    frame: pd.DataFrame, extra_columns: Iterable[str] = (), strict: bool = True
+) -> tuple[dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], dict[int, str]]:
     """Validate rows of descriptions (any mix of ops) -> (op -> (row positions, canonical columns), bad rows).
 
     A column that is no description field of any op and not in ``extra_columns`` (labels, provenance)
@@ -206,7 +235,7 @@ def validate_frame(frame: pd.DataFrame, extra_columns: Iterable[str] = (), stric
     codes, ok = per_value(ops, lambda v: v if isinstance(v, str) and v in names else _raise())
     problems.add(~ok, lambda i: field_error("op", _scalar(ops[i]), "one of " + ", ".join(names)).args[0])
     groups = {op: np.flatnonzero(ops == op) for op in names}
-    for column in frame.columns:                 # in column order, as parse_desc checks a mapping's keys in order
+    for column in frame.columns:  # in column order, as parse_desc checks a mapping's keys in order
         if column in extra:
             continue
         values = frame[column].to_numpy()
@@ -214,8 +243,10 @@ def validate_frame(frame: pd.DataFrame, extra_columns: Iterable[str] = (), stric
         for op, pos in groups.items():
             fields = get_op(op).all_fields()
             if len(pos) and column not in fields:
-                problems.add(_at(n, pos, held[pos]), lambda i, c=column, f=fields, o=op:
-                             unknown_field_error(c, _scalar(values[i]), f, o).args[0])
+                problems.add(
+                    _at(n, pos, held[pos]),
+                    lambda i, c=column, f=fields, o=op, v=values: unknown_field_error(c, _scalar(v[i]), f, o).args[0],
+                )
     out = {}
     for op, pos in groups.items():
         pos = pos[~problems.bad[pos]]
@@ -255,7 +286,7 @@ def columns_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             if not isinstance(key, str):
                 raise ValueError(f"row {i}: kernel_desc keys must be field names (strings); got {key!r}")
         op = r.get("op")
-        if isinstance(op, str) and op in names:                    # a mapping's keys are checked as parse_desc does
+        if isinstance(op, str) and op in names:  # a mapping's keys are checked as parse_desc does
             allowed = get_op(op).all_fields()
             for key in r:
                 if key not in allowed:
@@ -269,5 +300,12 @@ def columns_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(data, index=pd.RangeIndex(len(rows)))
 
 
-__all__ = ["GPU_FIELD", "Problems", "all_field_names", "columns_from_records", "unknown_field_error",
-           "validate_columns", "validate_frame"]
+__all__ = [
+    "GPU_FIELD",
+    "Problems",
+    "all_field_names",
+    "columns_from_records",
+    "unknown_field_error",
+    "validate_columns",
+    "validate_frame",
+]

@@ -1,12 +1,12 @@
 """The feature vector: one versioned, ordered set of features per op family, for training and serving."""
+
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.common import GPU_COLUMNS, gpu_columns, latency_scale
 from kernelcast.features.fields import OUTSIDE_BACKENDS, ChoiceField
 from kernelcast.features.ops import get_op
@@ -59,8 +59,9 @@ def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -
         out.update(spec.learned_features(cols, gpu, {**out, "floor_us": floor}))
         out["floor_us"] = floor
     if learned:
-        out["scale_us"] = spec.scale(out) if spec.scale is not None else \
-            latency_scale(out["floor_us"], gpu["boost_clock_hz"])
+        out["scale_us"] = (
+            spec.scale(out) if spec.scale is not None else latency_scale(out["floor_us"], gpu["boost_clock_hz"])
+        )
     return out
 
 

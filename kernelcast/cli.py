@@ -1,10 +1,12 @@
 """The `kernelcast` command: predict, gpus, layer — and the collect/train/evaluate/dashboard stages."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def _value(text: str) -> Any:
@@ -26,7 +28,9 @@ def _read_desc(args: argparse.Namespace) -> dict:
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"--file {args.file!r} is not a JSON description: {exc}") from None
         if not isinstance(desc, dict):
-            raise ValueError(f"--file {args.file!r} must hold one JSON object (a description); got {type(desc).__name__}")
+            raise ValueError(
+                f"--file {args.file!r} must hold one JSON object (a description); got {type(desc).__name__}"
+            )
     for item in args.fields:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -70,16 +74,35 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-GPU_COLUMNS = ("name", "display_name", "architecture", "target", "sm_count", "memory_GB", "bandwidth_TBps",
-               "bf16_TFLOPs", "fp8_TFLOPs", "l2_MiB", "link_GBps")
+GPU_COLUMNS = (
+    "name",
+    "display_name",
+    "architecture",
+    "target",
+    "sm_count",
+    "memory_GB",
+    "bandwidth_TBps",
+    "bf16_TFLOPs",
+    "fp8_TFLOPs",
+    "l2_MiB",
+    "link_GBps",
+)
 
 
 def _gpu_row(spec) -> dict:
-    return {"name": spec.name, "display_name": spec.display_name, "architecture": spec.architecture,
-            "target": spec.target, "sm_count": spec.sm_count, "memory_GB": spec.memory_bytes / 1e9,
-            "bandwidth_TBps": spec.memory_bandwidth_bps / 1e12, "bf16_TFLOPs": spec.peak_flops.get("bf16", 0) / 1e12,
-            "fp8_TFLOPs": spec.peak_flops.get("fp8", 0) / 1e12, "l2_MiB": spec.l2_bytes / 2**20,
-            "link_GBps": spec.link_bandwidth_bps / 1e9}
+    return {
+        "name": spec.name,
+        "display_name": spec.display_name,
+        "architecture": spec.architecture,
+        "target": spec.target,
+        "sm_count": spec.sm_count,
+        "memory_GB": spec.memory_bytes / 1e9,
+        "bandwidth_TBps": spec.memory_bandwidth_bps / 1e12,
+        "bf16_TFLOPs": spec.peak_flops.get("bf16", 0) / 1e12,
+        "fp8_TFLOPs": spec.peak_flops.get("fp8", 0) / 1e12,
+        "l2_MiB": spec.l2_bytes / 2**20,
+        "link_GBps": spec.link_bandwidth_bps / 1e9,
+    }
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
@@ -101,9 +124,19 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 #: description fields `layer` fills from its flags: an error names the flag the user typed
-LAYER_FLAGS = {"m": "--tokens", "tokens": "--tokens", "seq_q": "--tokens", "seq_kv": "--context plus --tokens",
-               "gpu": "--gpus", "dtype": "--dtype", "heads_q": "--tp", "heads_kv": "--tp", "n": "--tp", "k": "--tp",
-               "ffn": "--tp"}
+LAYER_FLAGS = {
+    "m": "--tokens",
+    "tokens": "--tokens",
+    "seq_q": "--tokens",
+    "seq_kv": "--context plus --tokens",
+    "gpu": "--gpus",
+    "dtype": "--dtype",
+    "heads_q": "--tp",
+    "heads_kv": "--tp",
+    "n": "--tp",
+    "k": "--tp",
+    "ffn": "--tp",
+}
 
 
 def _int_list(flag: str, text: str, lo: int, many: bool = True) -> list[int]:
@@ -120,7 +153,7 @@ def _int_list(flag: str, text: str, lo: int, many: bool = True) -> list[int]:
 def _flag_error(exc: ValueError) -> ValueError:
     text = str(exc)
     for field, flag in LAYER_FLAGS.items():
-        if text.startswith(f"row ") and f"kernel_desc[{field!r}]" in text or text.startswith(f"kernel_desc[{field!r}]"):
+        if text.startswith("row ") and f"kernel_desc[{field!r}]" in text or text.startswith(f"kernel_desc[{field!r}]"):
             return ValueError(f"{flag}: {text.split(': ', 1)[-1] if text.startswith('row ') else text}")
     return exc
 
@@ -140,7 +173,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
                 preds = predict_many([d for _, d in kernels], args.predictor)
             except ValueError as exc:
                 raise _flag_error(exc) from None
-            for (name, desc), pred in zip(kernels, preds.to_dict("records")):
+            for (name, _), pred in zip(kernels, preds.to_dict("records")):
                 rows.append({"gpu": gpu, "tokens": tokens, "kernel": name, **pred})
             total = {k: float(preds[k].sum()) for k in ("floor_us", "latency_us", "low_us", "high_us")}
             rows.append({"gpu": gpu, "tokens": tokens, "kernel": "= layer", **total, "bound": "", "model": ""})
@@ -180,8 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict one kernel's device time")
     p.add_argument("fields", nargs="*", help="description fields as key=value (op=gemm gpu=H200 m=4096 ...)")
     p.add_argument("--file", help="a JSON description file, or - for stdin (key=value fields override it)")
-    p.add_argument("--predictor", default="auto", choices=("auto", "analytical"),
-                   help="auto: learned where a model covers the kernel, else analytical")
+    p.add_argument(
+        "--predictor",
+        default="auto",
+        choices=("auto", "analytical"),
+        help="auto: learned where a model covers the kernel, else analytical",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("gpus", help="list the GPU spec database, or show one GPU")
@@ -205,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # `kernelcast gpus | head` ends quietly
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kernelcast gpus | head` ends quietly
     args = build_parser().parse_args(argv)
     try:
         _ensure_outside(args)

@@ -3,11 +3,11 @@
 Works for every GPU in the spec database. The efficiency assumptions live in the op's module
 (``features/ops/``) and are reported with every answer; the learned models correct what they miss.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import feature_columns
 
@@ -35,8 +35,12 @@ class AnalyticalPredictor:
 def _interval(latency: np.ndarray, floor: np.ndarray) -> dict[str, np.ndarray]:
     latency = np.asarray(latency, dtype=np.float64)
     low = np.minimum(np.maximum(floor, latency / INTERVAL_FACTOR), latency)
-    return {"latency_us": latency, "low_us": low, "high_us": latency * INTERVAL_FACTOR,
-            "in_distribution": np.zeros(len(latency), dtype=bool)}
+    return {
+        "latency_us": latency,
+        "low_us": low,
+        "high_us": latency * INTERVAL_FACTOR,
+        "in_distribution": np.zeros(len(latency), dtype=bool),
+    }
 
 
 def bound_of(op: str, cols, features) -> np.ndarray:
@@ -50,5 +54,13 @@ def predict_frame(frame: pd.DataFrame, op: str) -> pd.DataFrame:
     f = feature_columns(cols, op, learned=False)
     latency, bound = get_op(op).analytical(cols, f)
     out = _interval(latency, f["floor_us"])
-    return pd.DataFrame({"latency_us": out["latency_us"], "low_us": out["low_us"], "high_us": out["high_us"],
-                         "floor_us": f["floor_us"], "bound": bound}, index=frame.index)
+    return pd.DataFrame(
+        {
+            "latency_us": out["latency_us"],
+            "low_us": out["low_us"],
+            "high_us": out["high_us"],
+            "floor_us": f["floor_us"],
+            "bound": bound,
+        },
+        index=frame.index,
+    )

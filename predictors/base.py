@@ -6,9 +6,11 @@ feature columns. ``covers`` says which rows it answers; ``predict_columns`` answ
 the first that covers a row answers it. ``tests/test_predictor_contract.py`` checks every
 predictor against this contract.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

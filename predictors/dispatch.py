@@ -1,14 +1,15 @@
 """Dispatch: the first predictor that covers a row answers it — a learned model where one covers the
 op/backend/GPU/sizes, the analytical model everywhere else — and every answer says which."""
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.ops import get_op
 from kernelcast.features.validate import columns_from_records, validate_frame
@@ -27,12 +28,12 @@ class Prediction:
     latency_us: float
     low_us: float
     high_us: float
-    floor_us: float         # the physical floor (roofline; collectives: bytes over link bandwidth)
-    bound: str              # compute | memory | latency | link
-    model: str              # "learned:<op>@<version>" or "analytical"
-    in_distribution: bool   # the learned model saw this backend, GPU, size range and config family
+    floor_us: float  # the physical floor (roofline; collectives: bytes over link bandwidth)
+    bound: str  # compute | memory | latency | link
+    model: str  # "learned:<op>@<version>" or "analytical"
+    in_distribution: bool  # the learned model saw this backend, GPU, size range and config family
     assumptions: str
-    extras: Mapping[str, float] = field(default_factory=dict)   # op-specific numbers (collectives: NCCL's own estimate)
+    extras: Mapping[str, float] = field(default_factory=dict)  # op-specific numbers (collectives: NCCL's own estimate)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,13 +73,18 @@ def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "a
             claims.append((p, mine))
             todo &= ~mine
     feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
-    out: dict[str, np.ndarray] = {"latency_us": np.empty(n), "low_us": np.empty(n), "high_us": np.empty(n),
-                                  "floor_us": np.asarray(feats["floor_us"], dtype=np.float64),
-                                  "bound": bound_of(op, cols, feats),
-                                  "model": np.empty(n, dtype=object), "in_distribution": np.zeros(n, dtype=bool)}
+    out: dict[str, np.ndarray] = {
+        "latency_us": np.empty(n),
+        "low_us": np.empty(n),
+        "high_us": np.empty(n),
+        "floor_us": np.asarray(feats["floor_us"], dtype=np.float64),
+        "bound": bound_of(op, cols, feats),
+        "model": np.empty(n, dtype=object),
+        "in_distribution": np.zeros(n, dtype=bool),
+    }
     for p, mine in claims:
         whole = mine.all()
-        sub = (lambda d: d) if whole else (lambda d: {k: np.asarray(v)[mine] for k, v in d.items()})
+        sub = (lambda d: d) if whole else (lambda d, m=mine: {k: np.asarray(v)[m] for k, v in d.items()})
         answer = p.predict_columns(op, sub(cols), sub(feats))
         for key in ("latency_us", "low_us", "high_us", "in_distribution"):
             out[key][mine] = answer[key]
@@ -109,22 +115,35 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
-    return Prediction(float(out["latency_us"][0]), float(out["low_us"][0]), float(out["high_us"][0]),
-                      float(out["floor_us"][0]), str(out["bound"][0]), name, bool(out["in_distribution"][0]),
-                      source.assumptions(d.op), extras)
+    return Prediction(
+        float(out["latency_us"][0]),
+        float(out["low_us"][0]),
+        float(out["high_us"][0]),
+        float(out["floor_us"][0]),
+        str(out["bound"][0]),
+        name,
+        bool(out["in_distribution"][0]),
+        source.assumptions(d.op),
+        extras,
+    )
 
 
 def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: str = "auto") -> pd.DataFrame:
     """Predict many descriptions at once (any mix of ops); row i of the result answers row i of the input,
     with the input's index (duplicates and all)."""
-    check_predictor(predictor)                                   # a bad name fails before any work
+    check_predictor(predictor)  # a bad name fails before any work
     frame = descs if isinstance(descs, pd.DataFrame) else columns_from_records(descs)
     by_op, _ = validate_frame(frame)
     n = len(frame)
     extras = sorted({k for op in by_op for k in get_op(op).extras})
     result = {c: np.full(n, np.nan) for c in ("latency_us", "low_us", "high_us", "floor_us", *extras)}
-    result.update({"bound": np.full(n, None, dtype=object), "model": np.full(n, None, dtype=object),
-                   "in_distribution": np.zeros(n, dtype=bool)})
+    result.update(
+        {
+            "bound": np.full(n, None, dtype=object),
+            "model": np.full(n, None, dtype=object),
+            "in_distribution": np.zeros(n, dtype=bool),
+        }
+    )
     for op, (pos, cols) in by_op.items():
         out = predict_columns(cols, op, predictor)
         for key in result:

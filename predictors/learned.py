@@ -10,6 +10,7 @@ key, or a non-finite offset is a ``ModelFileError`` naming the file — never a 
 xgboost is imported only for a batch over NUMPY_ROWS; without it installed ``load_model`` returns None
 and dispatch answers analytically.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,13 +20,13 @@ import json
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.common import key_codes
 from kernelcast.features.fields import SMALL
 from kernelcast.features.ops import get_op
@@ -33,16 +34,32 @@ from kernelcast.features.vector import FEATURE_VERSION, categories, default_sour
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
-MANIFEST_FORMAT = 3                  # 3: file hashes, config values seen (2: no hashes; 1: XGBoost categorical columns)
+MANIFEST_FORMAT = 3  # 3: file hashes, config values seen (2: no hashes; 1: XGBoost categorical columns)
 #: the files of a shipped model besides its manifest, by role
 MODEL_FILES = {"booster": ".ubj", "quantile_booster": ".quantile.ubj", "forest": ".forest.npz"}
 #: manifest keys serving reads
-REQUIRED_KEYS = ("format", "op", "feature_version", "features", "categories", "target", "data_fingerprint", "n_train",
-                 "sources", "covered", "ranges", "config_values", "conformal", "files")
+REQUIRED_KEYS = (
+    "format",
+    "op",
+    "feature_version",
+    "features",
+    "categories",
+    "target",
+    "data_fingerprint",
+    "n_train",
+    "sources",
+    "covered",
+    "ranges",
+    "config_values",
+    "conformal",
+    "files",
+)
 
 
 class ModelFileError(ValueError):
     """A shipped model file that cannot be served as it is: names the file and what is wrong."""
+
+
 #: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
 PARALLEL_ROWS = 2048
 #: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's fixed per-call cost is larger
@@ -88,9 +105,9 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
         values = np.asarray(values, dtype=object)
     lookup = {c: i for i, c in enumerate(cats)}
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
-    if n <= SMALL:                                       # a few rows: dict lookups beat hashing the column
+    if n <= SMALL:  # a few rows: dict lookups beat hashing the column
         return np.fromiter((lookup.get(str(v), -1) if isinstance(v, str) else -1 for v in values), np.intp, n)
-    inverse, uniq = pd.factorize(values)                 # missing values get -1: the trailing -1
+    inverse, uniq = pd.factorize(values)  # missing values get -1: the trailing -1
     return np.asarray([lookup.get(str(u), -1) for u in uniq] + [-1], dtype=np.intp)[inverse]
 
 
@@ -98,15 +115,17 @@ def source_codes(x: np.ndarray, op: str) -> np.ndarray:
     """Each row's source as its index in ``categories(op)["source"]`` (-1: none), read off the matrix."""
     sources = categories(op)["source"]
     first = matrix_columns(op).index(f"source={sources[0]}")
-    block = x[:, first:first + len(sources)]
+    block = x[:, first : first + len(sources)]
     return np.where(block.any(axis=1), block.argmax(axis=1), -1)
 
 
 def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndarray:
     """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
     sources = categories(op)["source"]
-    table = np.asarray([conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]])
-    return table[source_codes(x, op)]                    # -1 picks the trailing global offset
+    table = np.asarray(
+        [conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]]
+    )
+    return table[source_codes(x, op)]  # -1 picks the trailing global offset
 
 
 def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
@@ -141,8 +160,11 @@ def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> Non
     if not problems:
         problems += _offset_problems(manifest["conformal"])
     if problems:
-        raise ModelFileError(f"{path}: learned model for {op!r} does not match this kernelcast: " + "; ".join(problems)
-                             + f" — retrain with `kernelcast train --op {op}`")
+        raise ModelFileError(
+            f"{path}: learned model for {op!r} does not match this kernelcast: "
+            + "; ".join(problems)
+            + f" — retrain with `kernelcast train --op {op}`"
+        )
 
 
 def _offset_problems(conformal: Any) -> list[str]:
@@ -166,13 +188,17 @@ def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> P
     path = Path(folder) / f"{op}{MODEL_FILES[role]}"
     want = manifest["files"].get(path.name) if isinstance(manifest["files"], Mapping) else None
     if not path.exists():
-        raise ModelFileError(f"{path}: missing (the manifest {op}.json lists it) — retrain with `kernelcast train --op {op}`")
+        raise ModelFileError(
+            f"{path}: missing (the manifest {op}.json lists it) — retrain with `kernelcast train --op {op}`"
+        )
     if want is None:
         raise ModelFileError(f"{path}: its manifest {op}.json records no sha256 for it")
     have = file_sha256(path)
     if have != want:
-        raise ModelFileError(f"{path}: sha256 {have[:12]}… does not match its manifest's {str(want)[:12]}… "
-                             f"(a stale, altered or truncated file) — retrain with `kernelcast train --op {op}`")
+        raise ModelFileError(
+            f"{path}: sha256 {have[:12]}… does not match its manifest's {str(want)[:12]}… "
+            f"(a stale, altered or truncated file) — retrain with `kernelcast train --op {op}`"
+        )
     return path
 
 
@@ -197,10 +223,10 @@ class LearnedModel:
 
     op: str
     manifest: dict
-    forest: Forest                        # both boosters' trees, for numpy walks of a few rows
+    forest: Forest  # both boosters' trees, for numpy walks of a few rows
     model_dir: Path
-    threads: int = 0                      # the nthread both boosters were last set to (0: never)
-    _boosters: tuple | None = None        # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
+    threads: int = 0  # the nthread both boosters were last set to (0: never)
+    _boosters: tuple | None = None  # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
     needs_learned_features = True
 
     @property
@@ -226,8 +252,10 @@ class LearnedModel:
 
     def assumptions(self, op: str | None = None) -> str:
         m = self.manifest
-        return (f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
-                f"(feature version {m['feature_version']}); 80% interval split-conformal calibrated")
+        return (
+            f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
+            f"(feature version {m['feature_version']}); 80% interval split-conformal calibrated"
+        )
 
     def covers(self, op: str, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
         """(GPU, backend, dtype) seen in training and every range column inside its trained range."""
@@ -237,7 +265,7 @@ class LearnedModel:
         if len(gpu) <= SMALL:
             ok = np.fromiter((f"{g}|{b}|{d}" in covered for g, b, d in zip(gpu, backend, dtype)), bool, len(gpu))
         else:
-            codes, first = key_codes(gpu, backend, dtype)      # each distinct (gpu, backend, dtype) looked up once
+            codes, first = key_codes(gpu, backend, dtype)  # each distinct (gpu, backend, dtype) looked up once
             ok = np.asarray([f"{gpu[i]}|{backend[i]}|{dtype[i]}" in covered for i in first], dtype=bool)[codes]
         for col, (lo, hi) in self.manifest["ranges"].items():
             values = np.asarray(get(col), dtype=np.float64)
@@ -246,8 +274,12 @@ class LearnedModel:
 
     def predict_columns(self, op: str, cols, features) -> dict[str, np.ndarray]:
         p50, low, high = self.predict({**cols, **features})
-        return {"latency_us": p50, "low_us": low, "high_us": high,
-                "in_distribution": config_in_family(cols["config"], self.manifest["config_values"])}
+        return {
+            "latency_us": p50,
+            "low_us": low,
+            "high_us": high,
+            "in_distribution": config_in_family(cols["config"], self.manifest["config_values"]),
+        }
 
     def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
@@ -257,14 +289,18 @@ class LearnedModel:
             point, quantiles = margins[:, 0], margins[:, 1:]
         else:
             threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
-            if threads != self.threads:          # set_param drops XGBoost's predictor cache: only on a change
+            if threads != self.threads:  # set_param drops XGBoost's predictor cache: only on a change
                 for booster in (self.booster, self.quantile_booster):
                     booster.set_param({"nthread": threads})
                 self.threads = threads
             point = self.booster.inplace_predict(x)
             quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
-        return to_latency(np.asarray(features["scale_us"], dtype=np.float64), point, quantiles,
-                          row_offsets(x, self.op, self.manifest["conformal"]))
+        return to_latency(
+            np.asarray(features["scale_us"], dtype=np.float64),
+            point,
+            quantiles,
+            row_offsets(x, self.op, self.manifest["conformal"]),
+        )
 
 
 def read_manifest(op: str, model_dir: Path | None = None) -> dict | None:
@@ -275,7 +311,9 @@ def read_manifest(op: str, model_dir: Path | None = None) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelFileError(f"{path}: not a valid model manifest ({exc}) — retrain with `kernelcast train --op {op}`") from None
+        raise ModelFileError(
+            f"{path}: not a valid model manifest ({exc}) — retrain with `kernelcast train --op {op}`"
+        ) from None
 
 
 @functools.cache
@@ -286,16 +324,22 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
         return None
     check_manifest(manifest, op, folder / f"{op}.json")
     if importlib.util.find_spec("xgboost") is None:
-        warnings.warn(f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
-                      "analytical (pip install 'kernelcast[train]')", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
+            "analytical (pip install 'kernelcast[train]')",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     path = verified(folder, op, "forest", manifest)
     try:
         forest = Forest.load(path)
-    except Exception as exc:                                  # hash matched but the file is not a forest: say which
+    except Exception as exc:  # hash matched but the file is not a forest: say which
         raise ModelFileError(f"{path}: not a readable forest ({exc})") from None
     if forest.n_features != len(manifest["features"]):
-        raise ModelFileError(f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}")
+        raise ModelFileError(
+            f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}"
+        )
     return LearnedModel(op, manifest, forest, folder)
 
 

@@ -9,6 +9,7 @@ a split sends ``value < split_condition`` left, a missing value takes the node's
 a leaf's value is its ``split_conditions`` entry; each output adds its trees' leaves to its base
 score. Numeric splits only: kernelcast's models one-hot their categories (predictors/learned.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,26 +24,28 @@ import numpy as np
 class Forest:
     """All trees of one or more boosters as flat node arrays; each tree feeds one output column."""
 
-    feature: np.ndarray        # int64 per node: the input column a split reads (leaves: 0)
-    threshold: np.ndarray      # float32 per node: go right when value >= threshold (leaves: +inf)
+    feature: np.ndarray  # int64 per node: the input column a split reads (leaves: 0)
+    threshold: np.ndarray  # float32 per node: go right when value >= threshold (leaves: +inf)
     default_right: np.ndarray  # bool per node: where a missing value goes (leaves: False)
-    children: np.ndarray       # int64 per node × 2: left then right child (a leaf points at itself twice)
-    leaf_value: np.ndarray     # float32 per node (0 on splits)
-    roots: np.ndarray          # int64 per tree: its root node
-    combine: np.ndarray        # float64 trees × outputs: 1 where a tree adds to an output column
-    base: np.ndarray           # float64 per output column: the base score
-    n_features: int            # input columns
-    depth: int                 # the deepest leaf's depth: walking this many levels reaches every leaf
+    children: np.ndarray  # int64 per node × 2: left then right child (a leaf points at itself twice)
+    leaf_value: np.ndarray  # float32 per node (0 on splits)
+    roots: np.ndarray  # int64 per tree: its root node
+    combine: np.ndarray  # float64 trees × outputs: 1 where a tree adds to an output column
+    base: np.ndarray  # float64 per output column: the base score
+    n_features: int  # input columns
+    depth: int  # the deepest leaf's depth: walking this many levels reaches every leaf
 
     @classmethod
-    def from_boosters(cls, *boosters) -> "Forest":
+    def from_boosters(cls, *boosters) -> Forest:
         """Every booster's outputs side by side, in order (a 1-target booster gives 1 column, etc.)."""
         trees, bases, outputs, n_features = [], [], [], None
         for booster in boosters:
             model = json.loads(booster.save_raw("json"))["learner"]
             gbtree = model["gradient_booster"]
             if gbtree.get("name") != "gbtree" or int(gbtree["model"]["gbtree_model_param"]["num_parallel_tree"]) != 1:
-                raise ValueError(f"only gbtree boosters with one parallel tree are supported; got {gbtree.get('name')!r}")
+                raise ValueError(
+                    f"only gbtree boosters with one parallel tree are supported; got {gbtree.get('name')!r}"
+                )
             features = int(model["learner_model_param"]["num_feature"])
             if n_features not in (None, features):
                 raise ValueError(f"boosters read different feature counts: {n_features} and {features}")
@@ -51,8 +54,10 @@ class Forest:
                 if int(tree["tree_param"]["size_leaf_vector"]) > 1:
                     raise ValueError("vector-leaf (multi_output_tree) boosters are not supported")
                 if any(tree["split_type"]):
-                    raise ValueError("categorical splits are not supported: one-hot the categories "
-                                     "(as predictors/learned.feature_matrix does)")
+                    raise ValueError(
+                        "categorical splits are not supported: one-hot the categories "
+                        "(as predictors/learned.feature_matrix does)"
+                    )
                 trees.append(tree)
                 outputs.append(len(bases) + int(out))
             bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
@@ -61,7 +66,7 @@ class Forest:
         return cls._from_trees(trees, combine, np.asarray(bases, dtype=np.float64), n_features)
 
     @classmethod
-    def _from_trees(cls, trees: list[dict], combine: np.ndarray, bases: np.ndarray, n_features: int) -> "Forest":
+    def _from_trees(cls, trees: list[dict], combine: np.ndarray, bases: np.ndarray, n_features: int) -> Forest:
         sizes = np.asarray([len(t["left_children"]) for t in trees], dtype=np.int64)
         roots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         cat = lambda key, dtype: np.concatenate([np.asarray(t[key], dtype=dtype) for t in trees])  # noqa: E731
@@ -72,30 +77,54 @@ class Forest:
         right = np.where(leaf, node, right + own_root)
         conditions = cat("split_conditions", np.float32)
         children = np.column_stack([left, right]).ravel()
-        return cls(feature=np.where(leaf, 0, cat("split_indices", np.int64)),
-                   threshold=np.where(leaf, np.float32(np.inf), conditions).astype(np.float32),
-                   default_right=~cat("default_left", np.int64).astype(bool) & ~leaf, children=children,
-                   leaf_value=np.where(leaf, conditions, np.float32(0)).astype(np.float32),
-                   roots=roots, combine=combine, base=bases, n_features=n_features, depth=_depth(children, roots))
+        return cls(
+            feature=np.where(leaf, 0, cat("split_indices", np.int64)),
+            threshold=np.where(leaf, np.float32(np.inf), conditions).astype(np.float32),
+            default_right=~cat("default_left", np.int64).astype(bool) & ~leaf,
+            children=children,
+            leaf_value=np.where(leaf, conditions, np.float32(0)).astype(np.float32),
+            roots=roots,
+            combine=combine,
+            base=bases,
+            n_features=n_features,
+            depth=_depth(children, roots),
+        )
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the arrays (compressed npz, atomically): loading them needs neither xgboost nor JSON parsing."""
         path = Path(path)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez_compressed(tmp, feature=self.feature.astype(np.int32), threshold=self.threshold,
-                            default_right=self.default_right, children=self.children.astype(np.int32),
-                            leaf_value=self.leaf_value, roots=self.roots, combine=self.combine, base=self.base,
-                            shape=np.asarray([self.n_features, self.depth]))
+        np.savez_compressed(
+            tmp,
+            feature=self.feature.astype(np.int32),
+            threshold=self.threshold,
+            default_right=self.default_right,
+            children=self.children.astype(np.int32),
+            leaf_value=self.leaf_value,
+            roots=self.roots,
+            combine=self.combine,
+            base=self.base,
+            shape=np.asarray([self.n_features, self.depth]),
+        )
         os.replace(tmp, path)
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Forest":
+    def load(cls, path: str | os.PathLike) -> Forest:
         with np.load(path) as z:
             n_features, depth = (int(v) for v in z["shape"])
-            return cls(feature=z["feature"].astype(np.int64), threshold=z["threshold"], default_right=z["default_right"],
-                       children=z["children"].astype(np.int64), leaf_value=z["leaf_value"], roots=z["roots"],
-                       combine=z["combine"], base=z["base"], n_features=n_features, depth=depth)
+            return cls(
+                feature=z["feature"].astype(np.int64),
+                threshold=z["threshold"],
+                default_right=z["default_right"],
+                children=z["children"].astype(np.int64),
+                leaf_value=z["leaf_value"],
+                roots=z["roots"],
+                combine=z["combine"],
+                base=z["base"],
+                n_features=n_features,
+                depth=depth,
+            )
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(rows, features) float32 -> (rows, outputs) float64 margins, as XGBoost's."""
@@ -108,7 +137,7 @@ class Forest:
         any_missing = bool(np.isnan(flat).any())
         for _ in range(self.depth):
             value = flat.take(row_start + self.feature.take(node))
-            go_right = value >= self.threshold.take(node)             # NaN compares False
+            go_right = value >= self.threshold.take(node)  # NaN compares False
             if any_missing:
                 go_right |= np.isnan(value) & self.default_right.take(node)
             node = self.children.take(2 * node + go_right)

@@ -6,6 +6,7 @@ Poisons by GEMM ``m`` (chosen by the tests): 4001 kills the process (a poisoned 
 cuda_fatal failure row. Each description measured appends its ``m`` to the file named by
 ``KC_FAKE_CALLS`` (if set).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,13 @@ def _count(desc) -> None:
 def _synthetic(desc, cache: str, repeats: int) -> dict:
     base = desc.m * desc.n * desc.k / 1e9 + 1.0
     samples = tuple(base * (1 + 0.01 * (i % 3 - 1)) for i in range(repeats))
-    return Measurement(samples_us=samples, kernels=("synthetic_fake_kernel",), timer="synthetic",
-                       cache=cache, extra={"ncu__gpu__time_duration.sum": base * 1000}).to_row()
+    return Measurement(
+        samples_us=samples,
+        kernels=("synthetic_fake_kernel",),
+        timer="synthetic",
+        cache=cache,
+        extra={"ncu__gpu__time_duration.sum": base * 1000},
+    ).to_row()
 
 
 def _failed(status: str, message: str, cache: str) -> dict:

@@ -4,6 +4,7 @@ Each trial starts the runner as a subprocess, waits a random time, sends SIGKILL
 parent or to one of its worker processes (worker kills first: the runner restarts them; then the
 parent); a last run finishes the plan. ``python tests/kill_trials.py N SEED`` prints the trials.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,30 @@ def write_plan(path: Path, count: int = 180) -> Path:
 
 
 def command(plan: Path, out: Path, chunk: int = 4) -> list[str]:
-    return [sys.executable, "-m", "kernelcast.collect.cli", "collect", "run", "--plan", str(plan), "--shard", "0/1",
-            "--out", str(out), "--gpus", "0,1", "--timer", "cpu", "--chunk", str(chunk), "--warmup-s", "0",
-            "--repeats", "2", "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "kernelcast.collect.cli",
+        "collect",
+        "run",
+        "--plan",
+        str(plan),
+        "--shard",
+        "0/1",
+        "--out",
+        str(out),
+        "--gpus",
+        "0,1",
+        "--timer",
+        "cpu",
+        "--chunk",
+        str(chunk),
+        "--warmup-s",
+        "0",
+        "--repeats",
+        "2",
+        "--json",
+    ]
 
 
 def children(pid: int) -> list[int]:
@@ -53,8 +75,11 @@ def rows(out: Path) -> list[dict]:
     """The rows in ``out`` now (read while a runner may be replacing a file: one handle per file)."""
     from kernelcast.collect.dataset import read_parquet
 
-    return [r for f in sorted(out.glob("*/*.parquet")) for r in
-            read_parquet(f, ["plan_index", "desc_key", "status", "latency_us"]).to_pylist()]
+    return [
+        r
+        for f in sorted(out.glob("*/*.parquet"))
+        for r in read_parquet(f, ["plan_index", "desc_key", "status", "latency_us"]).to_pylist()
+    ]
 
 
 def _calls_logged(log: Path) -> int:
@@ -90,17 +115,18 @@ def trial(plan: Path, out: Path, rng: random.Random, max_wait_s: float, kills: l
     proc = subprocess.Popen(command(plan, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     record = {"kills": [], "rows_before": len(rows(out))}
     for target, sig in kills:
-        if rng.random() < 0.3:                   # anywhere, start-up included
+        if rng.random() < 0.3:  # anywhere, start-up included
             time.sleep(rng.uniform(0.1, max_wait_s))
-        else:                                    # while it measures: after its next measuring call is logged
+        else:  # while it measures: after its next measuring call is logged
             _wait_for_progress(proc, out / "timing.jsonl", timeout_s=20)
             time.sleep(rng.uniform(0.0, 0.4))
         if proc.poll() is not None:
             break
         pids = _workers(proc) if target == "worker" else [proc.pid]
         hit = bool(pids) and _kill(rng.choice(pids), sig)
-        record["kills"].append({"target": target, "signal": signal.Signals(sig).name, "hit": hit,
-                                "at_rows": len(rows(out))})
+        record["kills"].append(
+            {"target": target, "signal": signal.Signals(sig).name, "hit": hit, "at_rows": len(rows(out))}
+        )
     try:
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -131,9 +157,13 @@ def compare(killed: list[dict], clean: list[dict]) -> dict:
     """Missing / duplicated plan entries of the killed-and-resumed union against one clean run."""
     got = Counter((r["plan_index"], r["desc_key"], r["status"]) for r in killed)
     want = Counter((r["plan_index"], r["desc_key"], r["status"]) for r in clean)
-    return {"rows": sum(got.values()), "clean_rows": sum(want.values()),
-            "missing": sorted(k[0] for k in want - got), "duplicated": sorted(k[0] for k, n in got.items() if n > 1),
-            "unexpected": sorted(k[0] for k in got - want)}
+    return {
+        "rows": sum(got.values()),
+        "clean_rows": sum(want.values()),
+        "missing": sorted(k[0] for k in want - got),
+        "duplicated": sorted(k[0] for k, n in got.items() if n > 1),
+        "unexpected": sorted(k[0] for k in got - want),
+    }
 
 
 def expected(plan: Path) -> list[dict]:

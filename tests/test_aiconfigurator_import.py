@@ -1,11 +1,11 @@
 """The aiconfigurator-core importer on the installed package's real tables (a small subset, for speed)."""
+
 from __future__ import annotations
 
 import json
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -27,8 +27,8 @@ def test_choose_prefers_collected_and_skips_reuse_copies_and_unknown_gpus():
     chosen, skipped = aic.choose(aic.discover(ROOT))
     picked = {(f.system, f.table, f.framework): f.version for f in chosen}
     assert picked[("h200_sxm", "gemm_perf", "trtllm")] == "1.3.0rc20"
-    assert picked[("h200_sxm", "nccl_perf", "nccl")] == "2.29.2"           # collected beats legacy 2.26.2
-    assert picked[("a100_sxm", "gemm_perf", "trtllm")] == "1.0.0"          # legacy only: newest kept
+    assert picked[("h200_sxm", "nccl_perf", "nccl")] == "2.29.2"  # collected beats legacy 2.26.2
+    assert picked[("a100_sxm", "gemm_perf", "trtllm")] == "1.0.0"  # legacy only: newest kept
     reasons = {f.where: r for f, r in skipped}
     assert reasons["b200_sxm/attention/vllm/0.22.0/context_attention_perf"] == "copy of another version (reuse.yaml)"
     assert reasons["b60/gemm/vllm/0.26.0/gemm_perf"].startswith("system b60 not in the GPU spec database")
@@ -42,11 +42,20 @@ def test_nccl_rows_keep_nccl_tests_size_semantics():
     frame, skips = aic.import_op("collective", [f])
     assert len(frame) == len(raw) == 504 and not skips
     row = frame[(frame.collective == "all_to_all") & (frame.dtype == "fp16") & (frame.ranks == 8)].iloc[0]
-    src = raw[(raw.op_name == "alltoall") & (raw.nccl_dtype == "half") & (raw.num_gpus == 8)
-              & (raw.message_size * 2 == row["bytes"])].iloc[0]
+    src = raw[
+        (raw.op_name == "alltoall")
+        & (raw.nccl_dtype == "half")
+        & (raw.num_gpus == 8)
+        & (raw.message_size * 2 == row["bytes"])
+    ].iloc[0]
     assert row["latency_us"] == pytest.approx(src["latency"] * 1000)
-    assert (row["timer"], row["cache"], row["source"], row["backend"], row["nccl"]) == \
-        ("nccl-tests", "warm", "aiconfigurator", "nccl", "2.29.2")
+    assert (row["timer"], row["cache"], row["source"], row["backend"], row["nccl"]) == (
+        "nccl-tests",
+        "warm",
+        "aiconfigurator",
+        "nccl",
+        "2.29.2",
+    )
     assert set(frame.collective) == {"all_gather", "all_reduce", "reduce_scatter", "all_to_all"}
     int8 = frame[frame.dtype == "int8"]
     assert int8["bytes"].min() == raw.loc[raw.nccl_dtype == "int8", "message_size"].min()
@@ -80,9 +89,13 @@ def test_moe_keeps_only_unsharded_experts_and_divides_ffn_by_tp():
 def test_rows_are_valid_descriptions_with_their_desc_key():
     f = _table("a100_sxm/gemm/trtllm/1.0.0/gemm_perf")
     frame, skips = aic.import_op("gemm", [f])
-    assert skips == Counter({"gemm_dtype 'int8_wo' has no kernelcast dtype": 6048,
-                             "gemm_dtype 'int4_wo' has no kernelcast dtype": 6048,
-                             "gemm_dtype 'sq' has no kernelcast dtype": 6048})
+    assert skips == Counter(
+        {
+            "gemm_dtype 'int8_wo' has no kernelcast dtype": 6048,
+            "gemm_dtype 'int4_wo' has no kernelcast dtype": 6048,
+            "gemm_dtype 'sq' has no kernelcast dtype": 6048,
+        }
+    )
     sample = frame.sample(200, random_state=0)
     for row in sample.to_dict("records"):
         assert from_row(row).key() == row["desc_key"]
@@ -92,7 +105,7 @@ def test_rows_are_valid_descriptions_with_their_desc_key():
 
 def test_run_import_writes_cache_in_row_schema(tmp_path: Path):
     root = tmp_path / "data"
-    for where in ("l40s/comm/nccl/2.27.3", "b200_sxm/attention/vllm/0.22.0"):     # the second is a reuse copy
+    for where in ("l40s/comm/nccl/2.27.3", "b200_sxm/attention/vllm/0.22.0"):  # the second is a reuse copy
         src = ROOT / where
         (root / where).mkdir(parents=True)
         for p in src.iterdir():

@@ -1,4 +1,5 @@
 """The kernelcast command: predict, gpus, layer — human and --json forms, and clear errors."""
+
 import io
 import json
 
@@ -16,14 +17,17 @@ def run(capsys, *argv, stdin=None, monkeypatch=None):
 
 
 def test_predict_from_fields_and_from_stdin(capsys, monkeypatch):
-    code, out, _ = run(capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=8192", "n=8192",
-                       "k=8192", "--json")
+    code, out, _ = run(
+        capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=8192", "n=8192", "k=8192", "--json"
+    )
     first = json.loads(out)
     assert code == 0 and first["desc"]["gpu"] == "h200_sxm" and first["prediction"]["bound"] == "compute"
     desc = json.dumps({"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 8192, "n": 8192, "k": 1})
     code, out, _ = run(capsys, "predict", "--file", "-", "k=8192", "--json", stdin=desc, monkeypatch=monkeypatch)
-    assert json.loads(out)["prediction"] == first["prediction"]          # fields override the file
-    code, out, _ = run(capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=1", "n=4096", "k=4096")
+    assert json.loads(out)["prediction"] == first["prediction"]  # fields override the file
+    code, out, _ = run(
+        capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=1", "n=4096", "k=4096"
+    )
     assert out.splitlines()[0].split() == ["floor_us", "latency_us", "low_us", "high_us", "bound", "model"]
     assert "memory" in out.splitlines()[1]
 
@@ -44,8 +48,9 @@ def test_gpus_list_and_show(capsys):
 
 
 def test_layer_totals_are_the_sum_of_the_kernels(capsys):
-    code, out, _ = run(capsys, "layer", "--model", "qwen3_235b_a22b", "--tokens", "16", "--gpus", "H100", "--tp", "4",
-                       "--json")
+    code, out, _ = run(
+        capsys, "layer", "--model", "qwen3_235b_a22b", "--tokens", "16", "--gpus", "H100", "--tp", "4", "--json"
+    )
     rows = json.loads(out)
     kernels = [r for r in rows if r["kernel"] != "= layer"]
     total = next(r for r in rows if r["kernel"] == "= layer")

@@ -1,9 +1,9 @@
 """Collective collector: the sweep, env guard, timing plan, NCCL log / topology parsing, the measured dataset."""
+
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from kernelcast.collect import dataset, nccl_job
 from kernelcast.collect.workloads import collective as W
 
@@ -12,6 +12,7 @@ DATA = Path(__file__).parent.parent / "datasets" / "collective"
 
 try:
     import torch
+
     _GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
 except ImportError:
     _GPUS = 0
@@ -29,9 +30,15 @@ def test_sweep_modes_and_divisibility():
     # 1026 B is not a multiple of 4 B x 2 ranks (fp32) nor 2 B x 2 ranks (bf16): dropped
     assert {d.bytes for d in descs} == {1024}
     assert [(d.dtype, d.collective, d.in_place) for d in descs] == [
-        ("bf16", "all_reduce", True), ("bf16", "all_gather", False), ("bf16", "all_gather", True),
-        ("bf16", "send_recv", False), ("fp32", "all_reduce", True), ("fp32", "all_gather", False),
-        ("fp32", "all_gather", True), ("fp32", "send_recv", False)]
+        ("bf16", "all_reduce", True),
+        ("bf16", "all_gather", False),
+        ("bf16", "all_gather", True),
+        ("bf16", "send_recv", False),
+        ("fp32", "all_reduce", True),
+        ("fp32", "all_gather", False),
+        ("fp32", "all_gather", True),
+        ("fp32", "send_recv", False),
+    ]
     assert {d.gpu for d in descs} == {"h200_sxm"}
 
 
@@ -39,16 +46,20 @@ def test_env_guard_sets_nvls_off_and_refuses_overrides():
     env = {"NCCL_DEBUG": "INFO", "PATH": "/bin"}
     recorded = W.check_env(env)
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["NVSHMEM_DISABLE_NVLS"] == "1"
-    assert recorded == {"NCCL_DEBUG": "INFO", "NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
-                        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+    assert recorded == {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_NVLS_ENABLE": "0",
+        "NVSHMEM_DISABLE_NVLS": "1",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    }
     with pytest.raises(ValueError, match="NCCL_NVLS_ENABLE must be '0'"):
         W.check_env({"NCCL_NVLS_ENABLE": "1"})
 
 
 def test_plan_calls_from_the_model_estimate():
-    assert W.plan_calls(8.0) == (20, 15)          # small: 20 calls per graph, 15 replays
-    assert W.plan_calls(13_000.0) == (1, 4)       # 4 GiB all_reduce: one call, 60 ms / 13 ms replays
-    assert W.plan_calls(100_000.0) == (1, 3)      # never fewer than 3 replays
+    assert W.plan_calls(8.0) == (20, 15)  # small: 20 calls per graph, 15 replays
+    assert W.plan_calls(13_000.0) == (1, 4)  # 4 GiB all_reduce: one call, 60 ms / 13 ms replays
+    assert W.plan_calls(100_000.0) == (1, 3)  # never fewer than 3 replays
 
 
 def test_summarize_quantiles():
@@ -77,7 +88,7 @@ def test_job_plan_repeats_each_dtype_block(tmp_path):
     assert all(plan[p[2]][1] == p[1] for p in repeats)
     assert sorted(p[0] for p in plan) == list(range(44))
     schema = dataset.row_schema("collective", extra_columns=nccl_job.EXTRA_COLUMNS)
-    assert schema.names[-len(nccl_job.EXTRA_COLUMNS):] == list(nccl_job.EXTRA_COLUMNS)
+    assert schema.names[-len(nccl_job.EXTRA_COLUMNS) :] == list(nccl_job.EXTRA_COLUMNS)
     assert "host_loop_us" not in dataset.row_schema("collective").names
 
 
@@ -104,9 +115,22 @@ def test_collective_rows_with_their_extras_go_through_the_shared_writer(tmp_path
     from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 
     desc = W.sweep(("all_reduce",), ("bf16",), [1 << 20], 2, "H200")[0]
-    row = {**desc.to_row(), **dict.fromkeys(LABEL_COLUMNS), **dict.fromkeys(PROVENANCE_COLUMNS), "status": "ok",
-           "latency_us": 12.5, "timer": "cuda_graph", "cache": "warm", "source": "kernelcast", "time": "t",
-           "desc_key": desc.key(), "plan_index": 0, "repeat_of": None, "host_loop_us": 30.0, "graph_calls": 20}
+    row = {
+        **desc.to_row(),
+        **dict.fromkeys(LABEL_COLUMNS),
+        **dict.fromkeys(PROVENANCE_COLUMNS),
+        "status": "ok",
+        "latency_us": 12.5,
+        "timer": "cuda_graph",
+        "cache": "warm",
+        "source": "kernelcast",
+        "time": "t",
+        "desc_key": desc.key(),
+        "plan_index": 0,
+        "repeat_of": None,
+        "host_loop_us": 30.0,
+        "graph_calls": 20,
+    }
     writer = dataset.RowWriter(tmp_path, nccl_job.TAG, {"kernelcast.method": nccl_job.METHOD})
     writer.write([row])
     table = pq.read_table(writer.paths[0])

@@ -1,4 +1,5 @@
 """The collective learned correction on real outside data: held-out Blackwell GPU beats NCCL's model."""
+
 import numpy as np
 import pytest
 
@@ -43,7 +44,8 @@ def test_per_collective_rows_and_mlflow_table(tmp_path, monkeypatch):
     b200 = [r for r in rows if r["held_out"] == "b200_sxm"]
     assert {r["collective"] for r in b200} == {"all", *frame.loc[frame["gpu"] == "b200_sxm", "collective"]}
     assert sum(r["nccl_model"]["n"] for r in b200 if r["collective"] != "all") == next(
-        r["nccl_model"]["n"] for r in b200 if r["collective"] == "all")
+        r["nccl_model"]["n"] for r in b200 if r["collective"] == "all"
+    )
     run_id = log_mlflow(rows, len(frame))
     run = tracking.setup().get_run(run_id)
     assert run.data.tags["kind"] == "nccl-comparison"

@@ -1,4 +1,5 @@
 """Dataset files: schema, atomic append, schema-mismatch refusal, merge dedup and the noise floor."""
+
 from __future__ import annotations
 
 import os
@@ -6,7 +7,6 @@ import os
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
 from kernelcast.collect import dataset
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS, Measurement
 from kernelcast.collect.dataset import append_rows, read_dataset, row_schema
@@ -16,16 +16,31 @@ from kernelcast.features.desc import parse_desc
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 128, "n": 256, "k": 512}
 
 
-def synthetic_row(m=128, latency=10.0, status="ok", repeat_of=None, index=0, time="2026-11-29T10:00:00+00:00",
-                  source="kernelcast", **extra):
+def synthetic_row(
+    m=128,
+    latency=10.0,
+    status="ok",
+    repeat_of=None,
+    index=0,
+    time="2026-11-29T10:00:00+00:00",
+    source="kernelcast",
+    **extra,
+):
     """A SYNTHETIC dataset row (made-up latency), shaped like the shard runner's rows."""
     desc = parse_desc({**GEMM, "m": m})
     labels = Measurement((latency,), ("synthetic_kernel",), "synthetic", "cold").to_row()
     if status != "ok":
         labels = {**dict.fromkeys(LABEL_COLUMNS), "status": status, "error": "synthetic failure", "cache": "cold"}
     prov = {**dict.fromkeys(PROVENANCE_COLUMNS), "source": source, "time": time, "method": "synthetic"}
-    return {**desc.to_row(), **labels, **prov, "desc_key": desc.key(), "plan_index": index,
-            "repeat_of": repeat_of, **extra}
+    return {
+        **desc.to_row(),
+        **labels,
+        **prov,
+        "desc_key": desc.key(),
+        "plan_index": index,
+        "repeat_of": repeat_of,
+        **extra,
+    }
 
 
 def test_schema_columns_and_metadata(tmp_path):
@@ -62,7 +77,7 @@ def test_crash_before_replace_leaves_previous_file_intact(tmp_path, monkeypatch)
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert pq.read_table(path).column("m").to_pylist() == [1]
-    assert [p.name for p in path.parent.iterdir()] == ["f.parquet"]     # temp file removed
+    assert [p.name for p in path.parent.iterdir()] == ["f.parquet"]  # temp file removed
 
 
 def test_resumed_run_with_different_columns_fails(tmp_path):
@@ -89,23 +104,35 @@ def _shard(tmp_path, name, rows):
 
 def test_merge_dedups_keeps_first_and_repeats_and_reports_noise(tmp_path):
     t1, t2, t3 = "2026-11-29T10:00:00+00:00", "2026-11-29T11:00:00+00:00", "2026-11-29T12:00:00+00:00"
-    _shard(tmp_path, "kernelcast_h200_sxm_20261129_s000of002.parquet", [
-        synthetic_row(m=1, latency=10.0, index=0, time=t2),                      # later duplicate: dropped
-        synthetic_row(m=2, latency=20.0, index=2, time=t2),
-        synthetic_row(m=1, latency=11.0, index=4, repeat_of=0, time=t3),          # +10 %
-        synthetic_row(m=3, status="oom", index=6, time=t2)])
-    _shard(tmp_path, "kernelcast_h200_sxm_20261129_s001of002.parquet", [
-        synthetic_row(m=2, latency=99.0, index=1, time=t3),                       # later duplicate: dropped
-        synthetic_row(m=1, latency=9.0, index=0, time=t1),                        # earlier: the kept original
-        synthetic_row(m=2, latency=21.0, index=5, repeat_of=2, time=t3)])         # +5 %
+    _shard(
+        tmp_path,
+        "kernelcast_h200_sxm_20261129_s000of002.parquet",
+        [
+            synthetic_row(m=1, latency=10.0, index=0, time=t2),  # later duplicate: dropped
+            synthetic_row(m=2, latency=20.0, index=2, time=t2),
+            synthetic_row(m=1, latency=11.0, index=4, repeat_of=0, time=t3),  # +10 %
+            synthetic_row(m=3, status="oom", index=6, time=t2),
+        ],
+    )
+    _shard(
+        tmp_path,
+        "kernelcast_h200_sxm_20261129_s001of002.parquet",
+        [
+            synthetic_row(m=2, latency=99.0, index=1, time=t3),  # later duplicate: dropped
+            synthetic_row(m=1, latency=9.0, index=0, time=t1),  # earlier: the kept original
+            synthetic_row(m=2, latency=21.0, index=5, repeat_of=2, time=t3),
+        ],
+    )  # +5 %
     summary = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
     assert summary["added"] == {"gemm": 5} and summary["duplicates_skipped"] == {"gemm": 2}
     frame = read_dataset(tmp_path / "datasets", "gemm")
     originals = frame[frame["repeat_of"].isna() & (frame["status"] == "ok")].set_index("m")["latency_us"]
     assert originals.to_dict() == {1: 9.0, 2: 20.0}
     assert sorted(os.listdir(tmp_path / "datasets" / "gemm")) == [
-        "kernelcast_h200_sxm_20261129_s000of002.parquet", "kernelcast_h200_sxm_20261129_s001of002.parquet"]
-    noise = summary["noise"]["gemm"]                  # pairs: 11 vs 9 (22.2 %), 21 vs 20 (5 %)
+        "kernelcast_h200_sxm_20261129_s000of002.parquet",
+        "kernelcast_h200_sxm_20261129_s001of002.parquet",
+    ]
+    noise = summary["noise"]["gemm"]  # pairs: 11 vs 9 (22.2 %), 21 vs 20 (5 %)
     assert noise["pairs"] == 2
     assert noise["median"] == pytest.approx((2 / 9 + 0.05) / 2)
     again = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
@@ -145,8 +172,13 @@ def test_merge_keeps_ncu_rows_beside_cupti_rows_and_fills_model_tags(tmp_path):
     cupti = synthetic_row(m=64, latency=10.0)
     ncu = {**synthetic_row(m=64, latency=11.0), "timer": "ncu", "ncu__dram__bytes_read.sum": 5.0}
     append_rows(shard, "gemm", [cupti, ncu])
-    result = merge([tmp_path / "shard"], tmp_path / "datasets", allow_host_timers=True, tags={cupti["desc_key"]: {"model": "llama3_8b"}})
-    assert result["added"] == {"gemm": 2}                     # same description, two timers: two rows
+    result = merge(
+        [tmp_path / "shard"],
+        tmp_path / "datasets",
+        allow_host_timers=True,
+        tags={cupti["desc_key"]: {"model": "llama3_8b"}},
+    )
+    assert result["added"] == {"gemm": 2}  # same description, two timers: two rows
     frame = read_dataset(tmp_path / "datasets", "gemm")
     assert sorted(frame["timer"]) == ["ncu", "synthetic"] and set(frame["model"]) == {"llama3_8b"}
 
@@ -171,8 +203,8 @@ def _read_many(path: str, rounds: int) -> int:
 
 
 def test_two_writers_one_file_keep_every_row_and_readers_never_see_half_a_file(tmp_path):
-    from concurrent.futures import ProcessPoolExecutor
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
 
     path = str(tmp_path / "gemm" / "f.parquet")
     with ProcessPoolExecutor(3, mp_context=mp.get_context("spawn")) as pool:
@@ -200,13 +232,14 @@ def test_row_writer_files_are_its_own_and_roll_over(tmp_path):
 
 
 def test_merge_of_writer_files_lands_in_the_shard_file_deduplicated(tmp_path):
-    for _ in range(2):                                 # two writers measured the same rows
+    for _ in range(2):  # two writers measured the same rows
         w = dataset.RowWriter(tmp_path / "out", "s001of002")
         w.write([synthetic_row(m=m, index=m) for m in (1, 2, 3)])
     result = merge([tmp_path / "out"], tmp_path / "datasets", allow_host_timers=True)
     assert result["added"] == {"gemm": 3} and result["duplicates_skipped"] == {"gemm": 3}
     assert [p.name for p in (tmp_path / "datasets" / "gemm").glob("*.parquet")] == [
-        "kernelcast_h200_sxm_20261129_s001of002.parquet"]
+        "kernelcast_h200_sxm_20261129_s001of002.parquet"
+    ]
 
 
 def test_committed_datasets_hold_no_host_timer_rows():

@@ -1,8 +1,9 @@
 """datasets/files.toml lists every dataset file once, with a role; test files share no description with train files."""
-import tomllib
+
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets"
 
@@ -15,8 +16,11 @@ def test_every_parquet_file_is_listed_once_with_a_role():
     files = _manifest()
     paths = [f["path"] for f in files]
     assert len(paths) == len(set(paths))
-    on_disk = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.parquet")
-               if not p.name.startswith(".") and p.relative_to(ROOT).parts[0] != "outside"}
+    on_disk = {
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*.parquet")
+        if not p.name.startswith(".") and p.relative_to(ROOT).parts[0] != "outside"
+    }
     assert on_disk <= set(paths), sorted(on_disk - set(paths))
     for f in files:
         assert f["role"] in ("train", "test") and f["sweeps"] and len(f["collected"]) == 10, f

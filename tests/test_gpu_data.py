@@ -2,18 +2,31 @@
 
 Stdlib + pytest only: this must not import the kernelcast package.
 """
+
 import math
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 GPU_DIR = Path(__file__).resolve().parent.parent / "features" / "gpus"
 
 CANONICAL = {
-    "a100_sxm", "h100_sxm", "h200_sxm", "h20", "b200_sxm", "gb200", "b300_sxm",
-    "gb300", "l40s", "l4", "rtx_pro_6000_server", "rtx_4090", "mi300x", "mi325x",
+    "a100_sxm",
+    "h100_sxm",
+    "h200_sxm",
+    "h20",
+    "b200_sxm",
+    "gb200",
+    "b300_sxm",
+    "gb300",
+    "l40s",
+    "l4",
+    "rtx_pro_6000_server",
+    "rtx_4090",
+    "mi300x",
+    "mi325x",
     "mi355x",
 }
 
@@ -21,8 +34,12 @@ VENDORS = {"nvidia", "amd"}
 ARCHS = {"ampere", "hopper", "ada", "blackwell", "cdna3", "cdna4"}
 TARGETS = {"sm_80", "sm_90", "sm_89", "sm_100", "sm_103", "sm_120", "gfx942", "gfx950"}
 ARCH_TARGETS = {
-    "ampere": {"sm_80"}, "hopper": {"sm_90"}, "ada": {"sm_89"},
-    "blackwell": {"sm_100", "sm_103", "sm_120"}, "cdna3": {"gfx942"}, "cdna4": {"gfx950"},
+    "ampere": {"sm_80"},
+    "hopper": {"sm_90"},
+    "ada": {"sm_89"},
+    "blackwell": {"sm_100", "sm_103", "sm_120"},
+    "cdna3": {"gfx942"},
+    "cdna4": {"gfx950"},
 }
 
 NUMBER = (int, float)
@@ -39,7 +56,7 @@ TOP_KEYS = {
     "memory_bytes": (NUMBER, True),
     "memory_bandwidth_bps": (NUMBER, True),
     "l2_bytes": (int, True),
-    "infinity_cache_bytes": (int, False),   # 0 allowed (NVIDIA)
+    "infinity_cache_bytes": (int, False),  # 0 allowed (NVIDIA)
     "shared_memory_per_sm_bytes": (int, True),
     "registers_per_sm": (int, True),
     "max_warps_per_sm": (int, True),

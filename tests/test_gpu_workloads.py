@@ -1,8 +1,10 @@
 """On a CUDA GPU: every backend's output matches float64 on its small shape, and the CUPTI timer measures it."""
+
 import pytest
 
 try:
     import torch
+
     HAS_CUDA = torch.cuda.is_available()
 except ImportError:
     HAS_CUDA = False
@@ -10,24 +12,70 @@ except ImportError:
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]
 
 GEMM_CFG = {"block_m": 64, "block_n": 64, "block_k": 64, "group_m": 8, "num_warps": 4, "num_stages": 3}
-CASES = [
-    {"op": "gemm", "backend": "cublas", "dtype": d, "m": 256, "n": 512, "k": 1024, "layout": lay}
-    for d in ("fp32", "tf32", "bf16", "fp16") for lay in ("nn", "nt")
-] + [
-    {"op": "gemm", "backend": "cublas", "dtype": "fp8_e4m3", "m": 64, "n": 256, "k": 512},
-    {"op": "gemm", "backend": "cublas", "dtype": "bf16", "batch": 4, "m": 64, "n": 128, "k": 256, "layout": "nn"},
-    {"op": "gemm", "backend": "triton", "dtype": "bf16", "m": 300, "n": 200, "k": 512, "config": {**GEMM_CFG, "split_k": 1}},
-    {"op": "gemm", "backend": "triton", "dtype": "fp16", "m": 300, "n": 200, "k": 512, "layout": "nn", "batch": 2,
-     "config": {**GEMM_CFG, "split_k": 4}},
-] + [
-    {"op": "attention", "backend": b, "dtype": "bf16", "batch": 1, "heads_q": 8, "heads_kv": 2, "seq_q": sq,
-     "seq_kv": 512, "head_dim": 128, "causal": c, "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2}}
-    for b in ("flash", "cudnn", "triton") for sq, c in ((512, True), (1, False), (100, True)) if not (b == "cudnn" and sq == 100)
-] + [
-    {"op": "moe", "backend": b, "dtype": "bf16", "tokens": 40, "hidden": 256, "ffn": 128, "experts": 16, "top_k": 4,
-     "distribution": "power_law_1.5", "config": {**GEMM_CFG, "block_m": 16}}
-    for b in ("triton", "torch")
-]
+CASES = (
+    [
+        {"op": "gemm", "backend": "cublas", "dtype": d, "m": 256, "n": 512, "k": 1024, "layout": lay}
+        for d in ("fp32", "tf32", "bf16", "fp16")
+        for lay in ("nn", "nt")
+    ]
+    + [
+        {"op": "gemm", "backend": "cublas", "dtype": "fp8_e4m3", "m": 64, "n": 256, "k": 512},
+        {"op": "gemm", "backend": "cublas", "dtype": "bf16", "batch": 4, "m": 64, "n": 128, "k": 256, "layout": "nn"},
+        {
+            "op": "gemm",
+            "backend": "triton",
+            "dtype": "bf16",
+            "m": 300,
+            "n": 200,
+            "k": 512,
+            "config": {**GEMM_CFG, "split_k": 1},
+        },
+        {
+            "op": "gemm",
+            "backend": "triton",
+            "dtype": "fp16",
+            "m": 300,
+            "n": 200,
+            "k": 512,
+            "layout": "nn",
+            "batch": 2,
+            "config": {**GEMM_CFG, "split_k": 4},
+        },
+    ]
+    + [
+        {
+            "op": "attention",
+            "backend": b,
+            "dtype": "bf16",
+            "batch": 1,
+            "heads_q": 8,
+            "heads_kv": 2,
+            "seq_q": sq,
+            "seq_kv": 512,
+            "head_dim": 128,
+            "causal": c,
+            "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2},
+        }
+        for b in ("flash", "cudnn", "triton")
+        for sq, c in ((512, True), (1, False), (100, True))
+        if not (b == "cudnn" and sq == 100)
+    ]
+    + [
+        {
+            "op": "moe",
+            "backend": b,
+            "dtype": "bf16",
+            "tokens": 40,
+            "hidden": 256,
+            "ffn": 128,
+            "experts": 16,
+            "top_k": 4,
+            "distribution": "power_law_1.5",
+            "config": {**GEMM_CFG, "block_m": 16},
+        }
+        for b in ("triton", "torch")
+    ]
+)
 
 
 def _desc(case):
@@ -57,6 +105,6 @@ def test_cupti_timer_measures_every_backend():
         assert row["status"] == "ok", (desc, row["error"])
         assert row["latency_us"] > 0 and row["kernel_count"] >= 1
         names = row["kernel_names"].split(";")
-        assert not {"kc_flush_l2", "kc_mark", "kc_end"} & set(names)   # separators are never counted
+        assert not {"kc_flush_l2", "kc_mark", "kc_end"} & set(names)  # separators are never counted
     warm = measure_many(descs[:2], cache="warm", repeats=3)
     assert all(r["status"] == "ok" and r["cache"] == "warm" for r in warm)

@@ -1,5 +1,6 @@
 """One direction of imports (DESIGN.md's layout table), checked on the source: every `kernelcast.*`
 import of each package, top level or inside a function."""
+
 import ast
 from pathlib import Path
 
@@ -7,17 +8,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: package folder -> the kernelcast packages it may import (besides itself)
-MAY_IMPORT = {"features": set(), "collect": {"features"}, "predictors": {"features"},
-              "training": {"features", "predictors"}}
+MAY_IMPORT = {
+    "features": set(),
+    "collect": {"features"},
+    "predictors": {"features"},
+    "training": {"features", "predictors"},
+}
 
 
 def _kernelcast_imports(path: Path) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
         out |= {n.split(".")[1] for n in names if n.startswith("kernelcast.")}
-        out |= {"kernelcast" for n in names if n == "kernelcast"}      # the face itself: a bare `import kernelcast`
+        out |= {"kernelcast" for n in names if n == "kernelcast"}  # the face itself: a bare `import kernelcast`
     return out
 
 
@@ -47,6 +57,9 @@ def _third_party(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_collector_and_features_never_import_training_libraries(package):
-    bad = {str(p.relative_to(REPO)): sorted(_third_party(p) & FORBIDDEN[package])
-           for p in sorted((REPO / package).rglob("*.py")) if _third_party(p) & FORBIDDEN[package]}
+    bad = {
+        str(p.relative_to(REPO)): sorted(_third_party(p) & FORBIDDEN[package])
+        for p in sorted((REPO / package).rglob("*.py"))
+        if _third_party(p) & FORBIDDEN[package]
+    }
     assert not bad, f"{package}/ must not import {sorted(FORBIDDEN[package])}: {bad}"

@@ -1,4 +1,5 @@
 """The shipped learned models: loading, manifest checks, coverage, intervals, and dispatch through them."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,19 @@ from kernelcast.features.vector import FEATURE_VERSION, build_features  # noqa: 
 from kernelcast.predictors import learned  # noqa: E402
 
 SHIPPED = [op for op in ("gemm", "attention", "moe", "collective") if (learned.MODEL_DIR / f"{op}.json").exists()]
-GEMM = {"op": ["gemm"] * 3, "gpu": ["h200_sxm", "mi300x", "h200_sxm"], "dtype": ["bf16"] * 3,
-        "backend": ["trtllm"] * 3, "m": [4096, 4096, 1 << 22], "n": [4096] * 3, "k": [4096] * 3, "batch": [1] * 3,
-        "layout": ["nt"] * 3, "out_dtype": ["bf16"] * 3, "config": [None] * 3}
+GEMM = {
+    "op": ["gemm"] * 3,
+    "gpu": ["h200_sxm", "mi300x", "h200_sxm"],
+    "dtype": ["bf16"] * 3,
+    "backend": ["trtllm"] * 3,
+    "m": [4096, 4096, 1 << 22],
+    "n": [4096] * 3,
+    "k": [4096] * 3,
+    "batch": [1] * 3,
+    "layout": ["nt"] * 3,
+    "out_dtype": ["bf16"] * 3,
+    "config": [None] * 3,
+}
 
 
 def _copy(op: str, tmp_path: Path) -> Path:
@@ -33,7 +44,7 @@ def test_shipped_manifest_matches_this_code(op):
     learned.check_manifest(manifest, op)
     assert manifest["feature_version"] == FEATURE_VERSION and len(manifest["data_fingerprint"]) == 16
     assert manifest["conformal"]["coverage_target"] == 0.8 and manifest["metrics"]["random.learned.mape"] > 0
-    assert learned.load_model(op) is learned.load_model(op)          # cached
+    assert learned.load_model(op) is learned.load_model(op)  # cached
 
 
 def test_gemm_covers_trained_gpu_backend_and_range_only():
@@ -41,22 +52,25 @@ def test_gemm_covers_trained_gpu_backend_and_range_only():
         pytest.skip("no shipped gemm model")
     model = learned.load_model("gemm")
     frame = pd.DataFrame(GEMM)
-    assert model.covers("gemm", frame).tolist() == [True, False, False]          # h200 in; MI300X unseen; m beyond range
+    assert model.covers("gemm", frame).tolist() == [True, False, False]  # h200 in; MI300X unseen; m beyond range
     assert model.covers("gemm", {k: np.asarray(v) for k, v in GEMM.items()}).tolist() == [True, False, False]
     p50, low, high = model.predict(build_features(frame.iloc[:1], "gemm"))
     assert low[0] <= p50[0] <= high[0]
-    assert 100 < p50[0] < 300      # aiconfigurator measured 4096³ bf16 on H200 at 175 µs (anchors.md §3.1)
+    assert 100 < p50[0] < 300  # aiconfigurator measured 4096³ bf16 on H200 at 175 µs (anchors.md §3.1)
 
 
 def test_missing_manifest_means_no_model(tmp_path):
     assert learned.load_model("gemm", tmp_path) is None
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"feature_version": "0"}, "feature_version '0'"),
-    ({"features": ["log_m", "log_n"]}, "feature names differ"),
-    ({"op": "moe"}, "op 'moe', expected 'gemm'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"feature_version": "0"}, "feature_version '0'"),
+        ({"features": ["log_m", "log_n"]}, "feature names differ"),
+        ({"op": "moe"}, "op 'moe', expected 'gemm'"),
+    ],
+)
 def test_manifest_mismatch_is_a_clear_error(tmp_path, change, message):
     if "gemm" not in SHIPPED:
         pytest.skip("no shipped gemm model")
@@ -73,11 +87,14 @@ def _corrupt(folder: Path, name: str, how: str) -> None:
     path.write_bytes(data[: len(data) // 2] if how == "truncate" else data[:-1] + bytes([data[-1] ^ 1]))
 
 
-@pytest.mark.parametrize("name,how,message", [
-    ("gemm.forest.npz", "flip", r"gemm.forest.npz: sha256 .* does not match its manifest"),
-    ("gemm.forest.npz", "truncate", r"gemm.forest.npz: sha256 .* does not match its manifest"),
-    ("gemm.json", "truncate", r"gemm.json: not a valid model manifest"),
-])
+@pytest.mark.parametrize(
+    "name,how,message",
+    [
+        ("gemm.forest.npz", "flip", r"gemm.forest.npz: sha256 .* does not match its manifest"),
+        ("gemm.forest.npz", "truncate", r"gemm.forest.npz: sha256 .* does not match its manifest"),
+        ("gemm.json", "truncate", r"gemm.json: not a valid model manifest"),
+    ],
+)
 def test_altered_or_truncated_files_are_one_clear_error(tmp_path, name, how, message):
     if "gemm" not in SHIPPED:
         pytest.skip("no shipped gemm model")
@@ -88,22 +105,26 @@ def test_altered_or_truncated_files_are_one_clear_error(tmp_path, name, how, mes
 
 
 def test_a_truncated_booster_fails_for_every_batch_size_with_its_name(tmp_path):
-    """The forest serves a few rows, the boosters a batch: a bad booster is caught by its hash before XGBoost reads it."""
+    """The forest serves a few rows, the boosters a batch: a bad booster is caught by its hash before XGBoost
+    reads it."""
     if "gemm" not in SHIPPED:
         pytest.skip("no shipped gemm model")
     folder = _copy("gemm", tmp_path)
     _corrupt(folder, "gemm.ubj", "truncate")
-    model = learned.load_model("gemm", folder)                     # the forest is intact: loading works
+    model = learned.load_model("gemm", folder)  # the forest is intact: loading works
     frame = pd.DataFrame({k: v[:1] * 40 for k, v in GEMM.items()})
     with pytest.raises(learned.ModelFileError, match=r"gemm.ubj: sha256 .* does not match"):
         model.predict(build_features(frame, "gemm"))
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda m: m.pop("covered"), "manifest lacks covered"),
-    (lambda m: m["conformal"].update(offset=float("nan")), "conformal offsets must be finite numbers"),
-    (lambda m: m.update(files={}), "records no sha256"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda m: m.pop("covered"), "manifest lacks covered"),
+        (lambda m: m["conformal"].update(offset=float("nan")), "conformal offsets must be finite numbers"),
+        (lambda m: m.update(files={}), "records no sha256"),
+    ],
+)
 def test_manifest_keys_and_offsets_are_checked(tmp_path, change, message):
     if "gemm" not in SHIPPED:
         pytest.skip("no shipped gemm model")
@@ -118,7 +139,7 @@ def test_manifest_keys_and_offsets_are_checked(tmp_path, change, message):
 def test_conformal_offset_and_interval_shape():
     from kernelcast.training.xgb import conformal_offset
 
-    scores = np.arange(10, dtype=float)                              # ceil(11 * 0.8) / 10 = 0.9 -> 9th of 10
+    scores = np.arange(10, dtype=float)  # ceil(11 * 0.8) / 10 = 0.9 -> 9th of 10
     assert conformal_offset(scores, 0.8) == 8.0
     with pytest.raises(ValueError, match="at least one row"):
         conformal_offset(np.array([]), 0.8)
@@ -131,11 +152,13 @@ def test_dispatch_answers_from_the_learned_model():
         pytest.skip("no shipped gemm model")
     from kernelcast.predictors.dispatch import predict_latency
 
-    inside = predict_latency({"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "trtllm",
-                              "m": 4096, "n": 4096, "k": 4096})
+    inside = predict_latency(
+        {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "trtllm", "m": 4096, "n": 4096, "k": 4096}
+    )
     assert inside.model.startswith("learned:gemm@") and inside.in_distribution
-    outside = predict_latency({"op": "gemm", "gpu": "MI300X", "dtype": "bf16", "backend": "trtllm",
-                               "m": 4096, "n": 4096, "k": 4096})
+    outside = predict_latency(
+        {"op": "gemm", "gpu": "MI300X", "dtype": "bf16", "backend": "trtllm", "m": 4096, "n": 4096, "k": 4096}
+    )
     assert outside.model == "analytical" and not outside.in_distribution
 
 
@@ -144,7 +167,7 @@ def test_without_xgboost_there_is_no_model_and_a_warning(monkeypatch):
         pytest.skip("no shipped gemm model")
     import sys
 
-    monkeypatch.setitem(sys.modules, "xgboost", None)          # what `import xgboost` sees when it is absent
+    monkeypatch.setitem(sys.modules, "xgboost", None)  # what `import xgboost` sees when it is absent
     learned._load.cache_clear()
     try:
         with pytest.warns(RuntimeWarning, match="xgboost is not installed"):
@@ -158,17 +181,25 @@ def test_row_offsets_use_each_sources_calibration():
     columns = learned.matrix_columns(op)
     x = np.zeros((3, len(columns)), dtype=np.float32)
     x[0, columns.index("source=kernelcast")] = 1
-    x[1, columns.index("source=aiconfigurator")] = 1            # row 2: no source column set
+    x[1, columns.index("source=aiconfigurator")] = 1  # row 2: no source column set
     conformal = {"offset": 0.1, "by_source": {"kernelcast": 0.3}}
     assert learned.row_offsets(x, op, conformal).tolist() == pytest.approx([0.3, 0.1, 0.1])
 
 
 def test_feature_matrix_one_hot_per_category_group():
     op = "gemm"
-    cols = {"gpu": np.array(["h200_sxm", "h200_sxm"]), "dtype": np.array(["bf16", "fp8_e4m3"]),
-            "backend": np.array(["cublas", "mystery"]), "layout": np.array(["nt", "nn"]),
-            "m": np.array([64, 4096]), "n": np.array([128, 4096]), "k": np.array([256, 4096]), "batch": np.array([1, 1]),
-            "out_dtype": np.array(["bf16", "bf16"]), "config": np.array([None, None], dtype=object)}
+    cols = {
+        "gpu": np.array(["h200_sxm", "h200_sxm"]),
+        "dtype": np.array(["bf16", "fp8_e4m3"]),
+        "backend": np.array(["cublas", "mystery"]),
+        "layout": np.array(["nt", "nn"]),
+        "m": np.array([64, 4096]),
+        "n": np.array([128, 4096]),
+        "k": np.array([256, 4096]),
+        "batch": np.array([1, 1]),
+        "out_dtype": np.array(["bf16", "bf16"]),
+        "config": np.array([None, None], dtype=object),
+    }
     from kernelcast.features.vector import feature_columns
 
     x = learned.feature_matrix({**cols, **feature_columns(cols, op)}, op)
@@ -177,15 +208,16 @@ def test_feature_matrix_one_hot_per_category_group():
     assert one(0, "dtype=bf16") == 1 and one(1, "dtype=fp8_e4m3") == 1 and one(0, "dtype=fp8_e4m3") == 0
     backends = [c for c in columns if c.startswith("backend=")]
     assert x[0, [columns.index(c) for c in backends]].sum() == 1
-    assert x[1, [columns.index(c) for c in backends]].sum() == 0            # unknown backend: no column set
-    assert one(1, "source=kernelcast") == 1                                  # source defaults from the backend
+    assert x[1, [columns.index(c) for c in backends]].sum() == 0  # unknown backend: no column set
+    assert one(1, "source=kernelcast") == 1  # source defaults from the backend
     assert learned.source_codes(x, op).tolist() == [0, 0]
 
 
 def test_one_prediction_needs_no_xgboost_import():
     # the shipped numpy forest answers a single description; xgboost is imported only for big batches
-    code = ("import sys, kernelcast; p = kernelcast.predict_latency({'op': 'gemm', 'gpu': 'H200', 'dtype': 'bf16', "
-            "'backend': 'cublas', 'm': 4096, 'n': 4096, 'k': 4096}); print(p.model, 'xgboost' in sys.modules)")
+    code = (
+        "import sys, kernelcast; p = kernelcast.predict_latency({'op': 'gemm', 'gpu': 'H200', 'dtype': 'bf16', "
+        "'backend': 'cublas', 'm': 4096, 'n': 4096, 'k': 4096}); print(p.model, 'xgboost' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0].startswith("learned:gemm@") and out[1] == "False"
-

@@ -1,12 +1,11 @@
 """NCCL's cost model: hand-computed cases per collective, NCCL's pick, vectorization, errors, speed."""
+
 import time
 
 import numpy as np
 import pytest
-
 from kernelcast.features.gpu import get_gpu
-from kernelcast.features.nccl_model import (bus_bytes, busbw_factor, intra_graph, nccl_time_for_gpu,
-                                            nccl_time_us)
+from kernelcast.features.nccl_model import bus_bytes, busbw_factor, intra_graph, nccl_time_for_gpu, nccl_time_us
 
 H200 = get_gpu("h200_sxm")
 
@@ -98,11 +97,19 @@ def test_vectorized_equals_scalar_and_broadcasts():
     for i in range(60):
         assert one(colls[i], sizes[i], ranks[i], ranks[i]) == (vec.time_us[i], vec.algo[i], vec.proto[i])
     gpus = [get_gpu(g) for g in ("h200_sxm", "a100_sxm", "b200_sxm", "l40s")]
-    mixed = nccl_time_us("all_reduce", 1 << 24, 8, 8, [g.architecture for g in gpus],
-                         [g.interconnect["kind"] for g in gpus], [g.link_bandwidth_bps for g in gpus],
-                         [g.interconnect["nvswitch"] for g in gpus], [g.interconnect["links"] for g in gpus])
+    mixed = nccl_time_us(
+        "all_reduce",
+        1 << 24,
+        8,
+        8,
+        [g.architecture for g in gpus],
+        [g.interconnect["kind"] for g in gpus],
+        [g.link_bandwidth_bps for g in gpus],
+        [g.interconnect["nvswitch"] for g in gpus],
+        [g.interconnect["links"] for g in gpus],
+    )
     assert [float(x) for x in mixed.time_us] == [one("all_reduce", 1 << 24, 8, 8, g)[0] for g in gpus]
-    assert mixed.time_us[2] < mixed.time_us[0] < mixed.time_us[1] < mixed.time_us[3]   # B200 < H200 < A100 < L40S
+    assert mixed.time_us[2] < mixed.time_us[0] < mixed.time_us[1] < mixed.time_us[3]  # B200 < H200 < A100 < L40S
 
 
 def test_busbw_factor_and_bus_bytes():
@@ -111,16 +118,28 @@ def test_busbw_factor_and_bus_bytes():
     assert bus_bytes("all_reduce", 1024, 4).item() == 1536.0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"collective": "allreduce"}, "collective.*all_reduce"),
-    ({"ranks": 8, "ranks_per_node": 3}, "ranks_per_node"),
-    ({"nbytes": 0}, "bytes"),
-    ({"arch": "kepler"}, "architecture"),
-    ({"link_kind": "ethernet"}, "interconnect kind"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"collective": "allreduce"}, "collective.*all_reduce"),
+        ({"ranks": 8, "ranks_per_node": 3}, "ranks_per_node"),
+        ({"nbytes": 0}, "bytes"),
+        ({"arch": "kepler"}, "architecture"),
+        ({"link_kind": "ethernet"}, "interconnect kind"),
+    ],
+)
 def test_bad_input_names_the_field(kwargs, match):
-    args = dict(collective="all_reduce", nbytes=1024, ranks=8, ranks_per_node=8, arch="hopper",
-                link_kind="nvlink4", link_bw_bps=900e9, nvswitch=True, links=18)
+    args = dict(
+        collective="all_reduce",
+        nbytes=1024,
+        ranks=8,
+        ranks_per_node=8,
+        arch="hopper",
+        link_kind="nvlink4",
+        link_bw_bps=900e9,
+        nvswitch=True,
+        links=18,
+    )
     with pytest.raises(ValueError, match=match):
         nccl_time_us(**{**args, **kwargs})
 
@@ -137,20 +156,24 @@ def test_speed_vectorized_and_scalar():
     start = time.perf_counter()
     for _ in range(200):
         nccl_time_for_gpu("all_reduce", 1 << 20, 8, 8, H200)
-    assert (time.perf_counter() - start) / 200 < 100e-6    # ~30 us on the 2-core dev box; 50 us target
+    assert (time.perf_counter() - start) / 200 < 100e-6  # ~30 us on the 2-core dev box; 50 us target
 
 
 def _logged_table(path):
     """{(collective, algo, proto): (latency, bw)} from NCCL's INFO tuning table lines."""
-    names = {"Broadcast": "broadcast", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
-             "AllReduce": "all_reduce"}
+    names = {
+        "Broadcast": "broadcast",
+        "AllGather": "all_gather",
+        "ReduceScatter": "reduce_scatter",
+        "AllReduce": "all_reduce",
+    }
     out = {}
     for line in path.read_text().splitlines():
         if "NCCL INFO" not in line:
             continue
         cells = [c.strip() for c in line.split("NCCL INFO", 1)[1].split("|")]
         if cells[0] in names:
-            for k, cell in enumerate(cells[1:7]):          # Tree LL/LL128/Simple, Ring LL/LL128/Simple
+            for k, cell in enumerate(cells[1:7]):  # Tree LL/LL128/Simple, Ring LL/LL128/Simple
                 lat, bw = (float(x) for x in cell.split("/"))
                 out[(names[cells[0]], ("tree", "ring")[k // 3], ("LL", "LL128", "Simple")[k % 3])] = (lat, bw)
     return out
@@ -172,22 +195,36 @@ def test_tune_table_reproduces_nccls_logged_table_on_2xh200():
 
 def test_collective_features_one_row_by_hand():
     import pandas as pd
-
     from kernelcast.features.ops.collective import collective_features
     from kernelcast.features.vector import build_features
 
-    frame = pd.DataFrame({"op": ["collective"], "collective": ["all_gather"], "bytes": [1 << 20], "ranks": [8],
-                          "ranks_per_node": [8], "dtype": ["bf16"], "in_place": [True], "gpu": ["H200"],
-                          "backend": ["nccl"]})
+    frame = pd.DataFrame(
+        {
+            "op": ["collective"],
+            "collective": ["all_gather"],
+            "bytes": [1 << 20],
+            "ranks": [8],
+            "ranks_per_node": [8],
+            "dtype": ["bf16"],
+            "in_place": [True],
+            "gpu": ["H200"],
+            "backend": ["nccl"],
+        }
+    )
     f = collective_features(frame)
     assert {k: len(v) for k, v in f.items()} == {k: 1 for k in f}
     # all_gather of 1 MiB on 8 ranks: chunk 128 KiB, bus bytes 7/8 MiB, 7 ring steps, NCCL Ring/LL 17.30712 us
-    assert (f["chunk_bytes"][0], f["bus_bytes"][0], f["ring_steps"][0], f["per_rank_bytes"][0]) == (131072, 917504, 7, 131072)
+    assert (f["chunk_bytes"][0], f["bus_bytes"][0], f["ring_steps"][0], f["per_rank_bytes"][0]) == (
+        131072,
+        917504,
+        7,
+        131072,
+    )
     assert (f["nccl_link_gbs"][0], f["nccl_channels"][0], f["elem_bytes"][0], f["in_place"][0]) == (360, 12, 2, 1)
     assert f["nccl_time_us"][0] == pytest.approx(17.30712, abs=1e-5)
-    assert f["floor_us"][0] == pytest.approx(917504 / 450e9 * 1e6)       # bus bytes over one direction of NVLink
+    assert f["floor_us"][0] == pytest.approx(917504 / 450e9 * 1e6)  # bus bytes over one direction of NVLink
     assert f["nccl_latency_term_us"][0] == pytest.approx(10.8)
-    assert (f["nccl_algo"][0], f["nccl_proto"][0]) == (1, 0)            # ring, LL
+    assert (f["nccl_algo"][0], f["nccl_proto"][0]) == (1, 0)  # ring, LL
     model_input = build_features(frame, "collective")
     assert model_input["floor_us"].iloc[0] == f["floor_us"][0]
 
@@ -198,10 +235,14 @@ def test_key_codes_same_for_few_and_many_rows():
 
     rng = np.random.default_rng(3)
     n = NM.SMALL_KEYS * 4
-    arrays = [rng.choice(np.array(["nvlink4", "pcie5"], dtype=object), n), rng.integers(0, 3, n),
-              rng.choice([True, False], n), np.float64(450e9) * np.ones(n)]
+    arrays = [
+        rng.choice(np.array(["nvlink4", "pcie5"], dtype=object), n),
+        rng.integers(0, 3, n),
+        rng.choice([True, False], n),
+        np.float64(450e9) * np.ones(n),
+    ]
     big_codes, big_keys = NM._codes(arrays)
-    small = [NM._codes([a[i:i + 1] for a in arrays]) for i in range(40)]
+    small = [NM._codes([a[i : i + 1] for a in arrays]) for i in range(40)]
     assert [big_keys[big_codes[i]] for i in range(40)] == [keys[codes[0]] for codes, keys in small]
     assert len(set(big_keys)) == len(big_keys) == len({tuple(r) for r in zip(*(a.tolist() for a in arrays))})
     assert [type(v) for v in big_keys[0]] == [str, int, bool, float]

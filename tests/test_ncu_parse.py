@@ -1,8 +1,8 @@
 """The ncu raw-CSV parser and per-config aggregation, on ncu CSV in the documented (and captured) layout."""
+
 from pathlib import Path
 
 import pytest
-
 from kernelcast.collect import ncu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
@@ -21,7 +21,7 @@ def test_parse_reads_units_thousands_and_nvtx():
 
 def test_aggregate_sums_weights_and_takes_longest_launch():
     groups = ncu.group_by_config(ncu.parse_raw_csv((FIXTURES / "raw.csv").read_text()))
-    assert sorted(groups) == [0, 1]                     # the set-up kernel outside any range is dropped
+    assert sorted(groups) == [0, 1]  # the set-up kernel outside any range is dropped
     agg = ncu.aggregate(groups[1])
     assert agg["ncu__kernel_count"] == 2
     assert agg["ncu__gpu__time_duration.sum"] == 40000.0
@@ -29,7 +29,7 @@ def test_aggregate_sums_weights_and_takes_longest_launch():
     assert agg["ncu__dram__bytes_read.sum"] == 10485760 + 8388608
     # duration-weighted: (55.5*30000 + 10*10000) / 40000
     assert agg["ncu__sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(44.125)
-    assert agg["ncu__launch__registers_per_thread"] == 232   # the longest kernel's
+    assert agg["ncu__launch__registers_per_thread"] == 232  # the longest kernel's
     half = ncu.aggregate(groups[1], calls=2)
     assert half["ncu__time_us"] == 20.0 and half["ncu__kernel_count"] == 1
 

@@ -1,10 +1,10 @@
 """Plans: deterministic by seed, a re-measure share after the originals, disjoint covering shards; the CLI."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from kernelcast.collect import cli
 from kernelcast.collect.plan import load_plan, make_plan, parse_shard, save_plan, shard, shard_tag
 
@@ -19,8 +19,8 @@ def test_same_seed_same_plan_other_seed_other_order():
     a, b, c = make_plan(descs(40), 7), make_plan(descs(40), 7), make_plan(descs(40), 8)
     assert [e.to_dict() for e in a.entries] == [e.to_dict() for e in b.entries]
     assert a.plan_id() == b.plan_id() != c.plan_id()
-    assert [e.desc.m for e in a.entries[:40]] != list(range(1, 41))          # shuffled
-    assert sorted(e.desc.m for e in a.entries[:40]) == list(range(1, 41))    # every description once
+    assert [e.desc.m for e in a.entries[:40]] != list(range(1, 41))  # shuffled
+    assert sorted(e.desc.m for e in a.entries[:40]) == list(range(1, 41))  # every description once
 
 
 @pytest.mark.parametrize("count,share,expected", [(40, 0.1, 4), (41, 0.1, 5), (5, 0.1, 1), (10, 0.5, 5)])
@@ -90,7 +90,10 @@ def test_cli_plan_from_a_real_sweep(tmp_path, capsys):
     from kernelcast.collect.sweeps import expand
 
     out = tmp_path / "smoke.jsonl"
-    assert cli.main(["collect", "plan", "--sweep", "smoke", "--gpu", "H200", "--seed", "3", "--out", str(out), "--json"]) == 0
+    assert (
+        cli.main(["collect", "plan", "--sweep", "smoke", "--gpu", "H200", "--seed", "3", "--out", str(out), "--json"])
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     plan = load_plan(out)
     originals = {d.key() for d in expand("smoke", "H200", 3)}
@@ -99,15 +102,19 @@ def test_cli_plan_from_a_real_sweep(tmp_path, capsys):
     assert plan.header["gpu"] == "h200_sxm" and plan.header["sweeps"] == ["smoke"]
 
 
-@pytest.mark.parametrize("flag,value,message", [
-    ("--timeout", "nan", "argument --timeout: must be a finite number >= 0 (seconds); got 'nan'"),
-    ("--timeout", "inf", "argument --timeout: must be a finite number >= 0 (seconds); got 'inf'"),
-    ("--timeout", "0", "argument --timeout: must be a finite number > 0 (seconds); got '0'"),
-    ("--timeout", str(2 ** 1024), "argument --timeout: must be a finite number >= 0 (seconds); got '1797693"),
-    ("--budget-s", "-1", "argument --budget-s: must be a finite number >= 0 (seconds); got '-1'"),
-    ("--limit", str(2 ** 1024), "argument --limit: must be an integer in [1, 1000000000]; got '1797693"),
-    ("--chunk", "0", "argument --chunk: must be an integer in [1, 1000000000]; got '0'"),
-    ("--timer", "gpu", "argument --timer: invalid choice: 'gpu'")])
+@pytest.mark.parametrize(
+    "flag,value,message",
+    [
+        ("--timeout", "nan", "argument --timeout: must be a finite number >= 0 (seconds); got 'nan'"),
+        ("--timeout", "inf", "argument --timeout: must be a finite number >= 0 (seconds); got 'inf'"),
+        ("--timeout", "0", "argument --timeout: must be a finite number > 0 (seconds); got '0'"),
+        ("--timeout", str(2**1024), "argument --timeout: must be a finite number >= 0 (seconds); got '1797693"),
+        ("--budget-s", "-1", "argument --budget-s: must be a finite number >= 0 (seconds); got '-1'"),
+        ("--limit", str(2**1024), "argument --limit: must be an integer in [1, 1000000000]; got '1797693"),
+        ("--chunk", "0", "argument --chunk: must be an integer in [1, 1000000000]; got '0'"),
+        ("--timer", "gpu", "argument --timer: invalid choice: 'gpu'"),
+    ],
+)
 def test_cli_run_flags_out_of_range_are_one_line_errors(flag, value, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["collect", "run", "--plan", "p.jsonl", "--out", "o", flag, value])

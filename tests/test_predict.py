@@ -1,14 +1,14 @@
 """predict_latency / predict_many: hand-computed analytical answers, batch = single, clear errors."""
+
 import numpy as np
 import pandas as pd
 import pytest
-
-from kernelcast import predict_latency as _predict_latency
-from kernelcast import predict_many
 from kernelcast.features.common import MEMORY_EFFICIENCY
 from kernelcast.features.ops import attention as attention_op
 from kernelcast.features.ops import gemm as gemm_op
-from kernelcast.features.ops import moe as moe_op
+
+from kernelcast import predict_latency as _predict_latency
+from kernelcast import predict_many
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
 #: one kernel's fixed time on H200: 4950 cycles at the 1.98 GHz boost clock
@@ -47,21 +47,41 @@ def test_tiny_gemm_is_latency_bound():
 
 
 def test_attention_prefill_by_hand():
-    d = {"op": "attention", "gpu": "h200_sxm", "dtype": "bf16", "backend": "flash", "batch": 1, "heads_q": 32,
-         "heads_kv": 8, "seq_q": 4096, "seq_kv": 4096, "head_dim": 128, "causal": True}
+    d = {
+        "op": "attention",
+        "gpu": "h200_sxm",
+        "dtype": "bf16",
+        "backend": "flash",
+        "batch": 1,
+        "heads_q": 32,
+        "heads_kv": 8,
+        "seq_q": 4096,
+        "seq_kv": 4096,
+        "head_dim": 128,
+        "causal": True,
+    }
     p = predict_latency(d)
     flops = 4 * 32 * 128 * 4096 * 4097 / 2
     assert p.floor_us == pytest.approx(flops / 989.4e12 * 1e6)
-    units = 32 * 32                                                  # 32 q-tiles × 32 heads = 1024 → 8 waves
+    units = 32 * 32  # 32 q-tiles × 32 heads = 1024 → 8 waves
     expected = p.floor_us / (attention_op.COMPUTE_EFFICIENCY["flash"] * units / (8 * 132)) + KERNEL_FLOOR_H200_US
     assert p.bound == "compute" and p.latency_us == pytest.approx(expected)
 
 
 def test_moe_decode_streams_only_active_experts():
-    d = {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "torch", "tokens": 1, "hidden": 4096,
-         "ffn": 14336, "experts": 8, "top_k": 2}
+    d = {
+        "op": "moe",
+        "gpu": "H200",
+        "dtype": "bf16",
+        "backend": "torch",
+        "tokens": 1,
+        "hidden": 4096,
+        "ffn": 14336,
+        "experts": 8,
+        "top_k": 2,
+    }
     p = predict_latency(d)
-    weights = 2 * 4096 * 3 * 14336 * 2                               # 2 active experts, up+gate+down, bf16
+    weights = 2 * 4096 * 3 * 14336 * 2  # 2 active experts, up+gate+down, bf16
     acts = 2 * 4096 * 2 + 2 * (2 * 14336 + 14336) * 2
     assert p.bound == "memory" and p.floor_us == pytest.approx((weights + acts) / 4.8e12 * 1e6)
     # the per-expert torch loop pays 4 kernels per active expert, plus routing and combine
@@ -70,14 +90,36 @@ def test_moe_decode_streams_only_active_experts():
 
 def test_predict_many_equals_predict_latency_for_mixed_ops():
     rows = [{**GEMM, "m": m, "n": 4096, "k": 1024} for m in (1, 77, 4096)] + [
-        {"op": "attention", "gpu": "MI300X", "dtype": "fp16", "backend": "cudnn", "batch": 4, "heads_q": 16,
-         "heads_kv": 16, "seq_q": 1, "seq_kv": 8192, "head_dim": 64, "causal": False},
-        {"op": "moe", "gpu": "B200", "dtype": "fp8_e4m3", "backend": "torch", "tokens": 64, "hidden": 7168,
-         "ffn": 2048, "experts": 256, "top_k": 8, "distribution": "power_law_1.01"}]
+        {
+            "op": "attention",
+            "gpu": "MI300X",
+            "dtype": "fp16",
+            "backend": "cudnn",
+            "batch": 4,
+            "heads_q": 16,
+            "heads_kv": 16,
+            "seq_q": 1,
+            "seq_kv": 8192,
+            "head_dim": 64,
+            "causal": False,
+        },
+        {
+            "op": "moe",
+            "gpu": "B200",
+            "dtype": "fp8_e4m3",
+            "backend": "torch",
+            "tokens": 64,
+            "hidden": 7168,
+            "ffn": 2048,
+            "experts": 256,
+            "top_k": 8,
+            "distribution": "power_law_1.01",
+        },
+    ]
     many = predict_many(rows)
     assert list(many.index) == [0, 1, 2, 3, 4]
     for row, (_, got) in zip(rows, many.iterrows()):
-        one = _predict_latency(row)                                  # auto: learned where covered
+        one = _predict_latency(row)  # auto: learned where covered
         assert got["latency_us"] == pytest.approx(one.latency_us)
         assert (got["bound"], got["model"]) == (one.bound, one.model)
 
@@ -90,6 +132,7 @@ def test_predict_many_errors_name_the_row():
 
 def test_every_gpu_gets_an_answer():
     from kernelcast.features.gpu import list_gpus
+
     out = predict_many([{**GEMM, "gpu": g.name, "m": 512, "n": 512, "k": 512} for g in list_gpus()])
     assert np.isfinite(out["latency_us"].astype(float)).all() and (out["latency_us"] > 0).all()
 
@@ -113,11 +156,26 @@ def test_learned_answers_say_where_they_come_from():
 
 def _mixed_rows():
     return [{**GEMM, "m": m, "n": 4096, "k": 1024, "batch": 1} for m in (1, 77, 4096)] + [
-        {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": b, "heads_q": 32,
-         "heads_kv": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "causal": False} for b in (1, 64)]
+        {
+            "op": "attention",
+            "gpu": "H200",
+            "dtype": "bf16",
+            "backend": "flash",
+            "batch": b,
+            "heads_q": 32,
+            "heads_kv": 8,
+            "seq_q": 1,
+            "seq_kv": 4096,
+            "head_dim": 128,
+            "causal": False,
+        }
+        for b in (1, 64)
+    ]
 
 
-@pytest.mark.parametrize("index", [[0, 0, 1, 1, 2], ["a", "b", "a", "b", "a"], [4, 3, 2, 1, 0], [0.5, 0.5, 0.5, 0.5, 0.5]])
+@pytest.mark.parametrize(
+    "index", [[0, 0, 1, 1, 2], ["a", "b", "a", "b", "a"], [4, 3, 2, 1, 0], [0.5, 0.5, 0.5, 0.5, 0.5]]
+)
 def test_predict_many_answers_row_i_on_row_i_for_any_index(index):
     """Repeated, shuffled and non-integer indexes over mixed ops (a pd.concat without ignore_index)."""
     rows = _mixed_rows()
@@ -137,11 +195,16 @@ def test_predict_many_property_shuffled_duplicated_mixed():
     single = [_predict_latency(r).latency_us for r in rows]
 
     @hypothesis.settings(max_examples=60, deadline=None)
-    @hypothesis.given(st.lists(st.integers(0, len(rows) - 1), min_size=1, max_size=12),
-                      st.sampled_from(["repeat", "reverse", "strings"]))
+    @hypothesis.given(
+        st.lists(st.integers(0, len(rows) - 1), min_size=1, max_size=12),
+        st.sampled_from(["repeat", "reverse", "strings"]),
+    )
     def check(picks, kind):
-        index = {"repeat": [0] * len(picks), "reverse": list(range(len(picks)))[::-1],
-                 "strings": [f"r{p}" for p in picks]}[kind]
+        index = {
+            "repeat": [0] * len(picks),
+            "reverse": list(range(len(picks)))[::-1],
+            "strings": [f"r{p}" for p in picks],
+        }[kind]
         many = predict_many(pd.DataFrame([rows[p] for p in picks], index=index))
         assert many["latency_us"].tolist() == pytest.approx([single[p] for p in picks])
 

@@ -1,8 +1,8 @@
 """One contract for every predictor (in the spirit of scikit-learn's check_estimator): each check runs on
 the analytical predictor and on every shipped learned model, over valid descriptions of every op."""
+
 import numpy as np
 import pytest
-
 from kernelcast.features.ops import op_names
 from kernelcast.features.validate import columns_from_records, validate_frame
 from kernelcast.features.vector import feature_columns
@@ -11,18 +11,51 @@ from kernelcast.predictors.base import ANSWER_KEYS, Predictor
 
 #: a few valid descriptions per op, inside our H200 data's ranges (so learned models cover most of them)
 ROWS = {
-    "gemm": [{"m": m, "n": n, "k": k, "dtype": d, "backend": "cublas"}
-             for m, n, k, d in ((1, 4096, 4096, "bf16"), (4096, 4096, 4096, "bf16"), (127, 1000, 333, "fp16"),
-                                (8192, 1024, 8192, "fp8_e4m3"), (512, 512, 512, "fp32"))],
-    "attention": [{"batch": b, "heads_q": 32, "heads_kv": kv, "seq_q": q, "seq_kv": s, "head_dim": 128,
-                   "causal": c, "dtype": "bf16", "backend": be}
-                  for b, kv, q, s, c, be in ((1, 8, 1, 4096, False, "flash"), (2, 32, 1024, 1024, True, "cudnn"),
-                                             (8, 8, 256, 256, True, "flash"))],
-    "moe": [{"tokens": t, "hidden": 4096, "ffn": 1408, "experts": 64, "top_k": 6, "dtype": "bf16", "backend": "triton",
-             "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}}
-            for t in (1, 64, 2048)],
-    "collective": [{"collective": c, "bytes": b, "ranks": 2, "dtype": "bf16", "backend": "nccl"}
-                   for c, b in (("all_reduce", 1 << 20), ("all_gather", 1 << 26), ("reduce_scatter", 1 << 30))],
+    "gemm": [
+        {"m": m, "n": n, "k": k, "dtype": d, "backend": "cublas"}
+        for m, n, k, d in (
+            (1, 4096, 4096, "bf16"),
+            (4096, 4096, 4096, "bf16"),
+            (127, 1000, 333, "fp16"),
+            (8192, 1024, 8192, "fp8_e4m3"),
+            (512, 512, 512, "fp32"),
+        )
+    ],
+    "attention": [
+        {
+            "batch": b,
+            "heads_q": 32,
+            "heads_kv": kv,
+            "seq_q": q,
+            "seq_kv": s,
+            "head_dim": 128,
+            "causal": c,
+            "dtype": "bf16",
+            "backend": be,
+        }
+        for b, kv, q, s, c, be in (
+            (1, 8, 1, 4096, False, "flash"),
+            (2, 32, 1024, 1024, True, "cudnn"),
+            (8, 8, 256, 256, True, "flash"),
+        )
+    ],
+    "moe": [
+        {
+            "tokens": t,
+            "hidden": 4096,
+            "ffn": 1408,
+            "experts": 64,
+            "top_k": 6,
+            "dtype": "bf16",
+            "backend": "triton",
+            "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3},
+        }
+        for t in (1, 64, 2048)
+    ],
+    "collective": [
+        {"collective": c, "bytes": b, "ranks": 2, "dtype": "bf16", "backend": "nccl"}
+        for c, b in (("all_reduce", 1 << 20), ("all_gather", 1 << 26), ("reduce_scatter", 1 << 30))
+    ],
 }
 
 
@@ -71,7 +104,7 @@ def test_answers_are_ordered_finite_and_above_the_floor(predictor, op):
     assert set(ANSWER_KEYS) <= set(out)
     lat, low, high = (np.asarray(out[k], dtype=np.float64) for k in ("latency_us", "low_us", "high_us"))
     assert np.isfinite(lat).all() and (lat > 0).all()
-    assert (low <= lat).all() and (lat <= high).all() and (low < high).all()      # brackets on both sides
+    assert (low <= lat).all() and (lat <= high).all() and (low < high).all()  # brackets on both sides
     assert (lat >= 0.5 * np.asarray(feats["floor_us"])[mine]).all()
     assert np.asarray(out["in_distribution"]).dtype == bool
 
@@ -80,11 +113,13 @@ def test_answers_are_ordered_finite_and_above_the_floor(predictor, op):
 def test_a_row_gets_the_same_answer_alone_or_in_a_batch(predictor, op):
     cols, feats = _columns(op)
     mine = np.flatnonzero(predictor.covers(op, cols))
-    batch = predictor.predict_columns(op, {k: v[mine] for k, v in cols.items()},
-                                      {k: np.asarray(v)[mine] for k, v in feats.items()})
+    batch = predictor.predict_columns(
+        op, {k: v[mine] for k, v in cols.items()}, {k: np.asarray(v)[mine] for k, v in feats.items()}
+    )
     for j, i in enumerate(mine):
-        alone = predictor.predict_columns(op, {k: v[i:i + 1] for k, v in cols.items()},
-                                          {k: np.asarray(v)[i:i + 1] for k, v in feats.items()})
+        alone = predictor.predict_columns(
+            op, {k: v[i : i + 1] for k, v in cols.items()}, {k: np.asarray(v)[i : i + 1] for k, v in feats.items()}
+        )
         assert alone["latency_us"][0] == pytest.approx(batch["latency_us"][j], rel=1e-5)
 
 
@@ -93,7 +128,9 @@ def test_more_work_is_never_much_faster(predictor, op):
     """Doubling the largest size of the biggest row must not cut the predicted time below 80%."""
     size = {"gemm": "m", "attention": "batch", "moe": "tokens", "collective": "bytes"}[op]
     big = dict(max(ROWS[op], key=lambda r: r[size]))
-    frame = columns_from_records([{"op": op, "gpu": "H200", **big}, {"op": op, "gpu": "H200", **big, size: 2 * big[size]}])
+    frame = columns_from_records(
+        [{"op": op, "gpu": "H200", **big}, {"op": op, "gpu": "H200", **big, size: 2 * big[size]}]
+    )
     cols = validate_frame(frame)[0][op][1]
     if not predictor.covers(op, cols).all():
         pytest.skip(f"{predictor.name} does not cover the doubled {op} row")

@@ -1,8 +1,8 @@
 """Sweep files expand into valid, tagged, deterministic descriptions with reasons for every skip."""
+
 import collections
 
 import pytest
-
 from kernelcast.collect import sweeps
 from kernelcast.features.desc import parse_desc
 
@@ -36,11 +36,32 @@ def test_data_targets_are_met():
 
 def test_model_shapes_are_tagged_and_split_by_tp():
     items = sweeps.expand_tagged("gemm_cublas", "H200")
-    tagged = [(d, t) for d, t in items if t.get("model") == "llama3_8b" and t["layer"] == "down" and d.m == 128 and d.dtype == "bf16"]
-    assert sorted((t["tp"], d.n, d.k) for d, t in tagged) == [(1, 4096, 14336), (2, 4096, 7168), (4, 4096, 3584), (8, 4096, 1792)]
-    qkv = [d for d, t in items if t.get("model") == "qwen3_235b_a22b" and t["layer"] == "qkv" and t["tp"] == 8 and d.m == 1 and d.dtype == "bf16"]
-    assert [d.n for d in qkv] == [(8 + 2 * 1) * 128]        # 4 kv heads over 8 ranks: one replicated kv head
-    moe = {(d.experts, d.top_k, d.hidden, d.ffn) for d, t in sweeps.expand_tagged("moe", "H200") if t.get("model") == "deepseek_v3" and t["tp"] == 2}
+    tagged = [
+        (d, t)
+        for d, t in items
+        if t.get("model") == "llama3_8b" and t["layer"] == "down" and d.m == 128 and d.dtype == "bf16"
+    ]
+    assert sorted((t["tp"], d.n, d.k) for d, t in tagged) == [
+        (1, 4096, 14336),
+        (2, 4096, 7168),
+        (4, 4096, 3584),
+        (8, 4096, 1792),
+    ]
+    qkv = [
+        d
+        for d, t in items
+        if t.get("model") == "qwen3_235b_a22b"
+        and t["layer"] == "qkv"
+        and t["tp"] == 8
+        and d.m == 1
+        and d.dtype == "bf16"
+    ]
+    assert [d.n for d in qkv] == [(8 + 2 * 1) * 128]  # 4 kv heads over 8 ranks: one replicated kv head
+    moe = {
+        (d.experts, d.top_k, d.hidden, d.ffn)
+        for d, t in sweeps.expand_tagged("moe", "H200")
+        if t.get("model") == "deepseek_v3" and t["tp"] == 2
+    }
     assert moe == {(256, 8, 7168, 1024)}
 
 
@@ -50,7 +71,10 @@ def test_tile_boundaries_are_sampled():
 
 
 def test_skips_carry_reasons(tmp_path, monkeypatch):
-    _write(tmp_path, monkeypatch, """
+    _write(
+        tmp_path,
+        monkeypatch,
+        """
 [[grid]]
 op = "attention"
 backend = "flash"
@@ -68,7 +92,8 @@ backend = "flash"
 dtype = "bf16"
 models = ["deepseek_v3"]
 seq = 1024
-""")
+""",
+    )
     report = sweeps.expand_report("t", "H200")
     assert len(report.items) == 1 and report.items[0][0].seq_kv == 128
     reasons = [why for _, why in report.skipped]
@@ -77,7 +102,10 @@ seq = 1024
 
 
 def test_random_block_is_log_uniform_and_rounded(tmp_path, monkeypatch):
-    _write(tmp_path, monkeypatch, """
+    _write(
+        tmp_path,
+        monkeypatch,
+        """
 [[random]]
 op = "gemm"
 backend = "cublas"
@@ -86,20 +114,24 @@ count = 400
 m = { log_uniform = [1, 65536] }
 n = { log_uniform = [16, 4096], multiple_of = 16 }
 k = 64
-""")
+""",
+    )
     descs = sweeps.expand("t", "H200", seed=1)
     assert all(d.n % 16 == 0 for d in descs)
     small = sum(d.m < 256 for d in descs) / len(descs)
-    assert 0.35 < small < 0.65                          # log-uniform: half the draws below sqrt(65536)
+    assert 0.35 < small < 0.65  # log-uniform: half the draws below sqrt(65536)
     assert [d.key() for d in descs] != [d.key() for d in sweeps.expand("t", "H200", seed=2)]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[[random]]\nop = 'gemm'\ncount = 0\n", "random.count must be a positive integer; got 0"),
-    ("[[random]]\nop = 'gemm'\ncount = 2\nm = { log_uniform = [0, 4] }\n", "m.log_uniform must be"),
-    ("[[models]]\nop = 'gemm'\nmodels = ['gpt5']\n", "models.models must be a model of models.toml"),
-    ("[[grids]]\nop = 'gemm'\n", "grids must be absent"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[[random]]\nop = 'gemm'\ncount = 0\n", "random.count must be a positive integer; got 0"),
+        ("[[random]]\nop = 'gemm'\ncount = 2\nm = { log_uniform = [0, 4] }\n", "m.log_uniform must be"),
+        ("[[models]]\nop = 'gemm'\nmodels = ['gpt5']\n", "models.models must be a model of models.toml"),
+        ("[[grids]]\nop = 'gemm'\n", "grids must be absent"),
+    ],
+)
 def test_bad_sweep_names_file_key_value(tmp_path, monkeypatch, text, match):
     _write(tmp_path, monkeypatch, text)
     with pytest.raises(ValueError, match=match) as info:
@@ -119,7 +151,10 @@ def test_triton_configs_only_on_triton_rows():
 
 
 def test_random_config_pool_draws_few_configs_from_per_key_choices(tmp_path, monkeypatch):
-    _write(tmp_path, monkeypatch, """
+    _write(
+        tmp_path,
+        monkeypatch,
+        """
 [[random]]
 op = "gemm"
 backend = "triton"
@@ -129,18 +164,22 @@ m = { log_uniform = [1, 4096] }
 n = { log_uniform = [16, 4096], multiple_of = 16 }
 k = { log_uniform = [16, 4096], multiple_of = 16 }
 config = { pool = 12, pool_seed = 5, block_m = [16, 32, 64, 128, 256], block_n = [16, 32, 64, 128, 256], block_k = [16, 32, 64, 128], group_m = [1, 8], num_warps = [2, 4, 8], num_stages = [2, 3, 4, 5, 6], split_k = [1, 2], pool_max = { "block_m*block_n/num_warps" = 4096 } }
-""")
+""",
+    )
     descs = sweeps.expand("t", "H200", seed=1)
     configs = {d.config for d in descs}
     assert len(configs) == 12 and len(descs) > 250
     assert all(dict(c)["block_m"] * dict(c)["block_n"] / dict(c)["num_warps"] <= 4096 for c in configs)
-    other = sweeps.expand("t", "H200", seed=2)          # another seed: other shapes, the same pool (pool_seed)
+    other = sweeps.expand("t", "H200", seed=2)  # another seed: other shapes, the same pool (pool_seed)
     assert {d.config for d in other} == configs
     assert [d.key() for d in other] != [d.key() for d in descs]
 
 
 def test_config_pool_errors_name_the_key(tmp_path, monkeypatch):
-    _write(tmp_path, monkeypatch, """
+    _write(
+        tmp_path,
+        monkeypatch,
+        """
 [[random]]
 op = "gemm"
 backend = "triton"
@@ -150,7 +189,8 @@ m = 64
 n = 64
 k = 64
 config = { pool = 9, block_m = [16, 32], block_n = 16, block_k = 16, group_m = 1, num_warps = 4, num_stages = 2, split_k = 1 }
-""")
+""",
+    )
     with pytest.raises(ValueError, match="config.pool must be at most the 2 distinct tables"):
         sweeps.expand("t", "H200")
 
@@ -163,6 +203,8 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
     """The *_test sweeps' Triton configs are not in any training sweep (one documented exception)."""
     tests = [n for n in sweeps.list_sweeps() if n.endswith("_test")]
     train = [n for n in sweeps.list_sweeps() if not n.endswith("_test")]
-    shared = _triton_configs(tests, 1001) & (_triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2))
+    shared = _triton_configs(tests, 1001) & (
+        _triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2)
+    )
     known = ("attention", (("block_m", 16), ("block_n", 64), ("num_stages", 2), ("num_warps", 4)))
     assert {(op, tuple(sorted(dict(c).items()))) for op, c in shared} <= {known}

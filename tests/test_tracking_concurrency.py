@@ -1,4 +1,5 @@
 """Two processes opening one fresh MLflow sqlite store at once: both get the same experiment, neither dies."""
+
 import multiprocessing
 import os
 
@@ -13,7 +14,7 @@ def _open(uri: str, queue) -> None:
 
     try:
         queue.put(("ok", tracking.experiment_id("gemm")))
-    except Exception as exc:                              # the race shows as any MLflow/sqlalchemy error
+    except Exception as exc:  # the race shows as any MLflow/sqlalchemy error
         queue.put(("error", repr(exc)))
 
 

@@ -2,6 +2,7 @@
 
 Rows are real aiconfigurator-core measurements (A100 and L40S GEMM tables, imported into a temp folder).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,9 +55,11 @@ def test_load_rows_filters_and_errors(rows, outside, tmp_path):
         data.load_rows("gemm", sources=("nvidia",), outside=outside)
     with pytest.raises(ValueError, match="files.toml is missing: training reads only the dataset files the card lists"):
         data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
-    with pytest.raises(ValueError, match=r"aiconfigurator_gemm.parquet is missing: .*kernelcast import aiconfigurator --ops gemm"):
+    with pytest.raises(
+        ValueError, match=r"aiconfigurator_gemm.parquet is missing: .*kernelcast import aiconfigurator --ops gemm"
+    ):
         data.load_rows("gemm", sources=("aiconfigurator",), outside=tmp_path / "none")
-    assert data.outside_path("gemm", outside) == aic.cache_path(outside, "gemm")      # importer and reader agree
+    assert data.outside_path("gemm", outside) == aic.cache_path(outside, "gemm")  # importer and reader agree
 
 
 def test_shape_hash_ignores_gpu_and_backend_and_fingerprint_sees_latency(rows):
@@ -72,24 +75,39 @@ def test_subsample_keeps_our_rows_and_caps_outside_groups_alike(outside):
     frame = data.load_rows("gemm", outside=outside)
     ours = frame["source"].eq("kernelcast")
     sizes = frame[~ours].groupby("gpu").size()
-    budget = int(sizes.min())                    # below both tables: each gets budget / 2
+    budget = int(sizes.min())  # below both tables: each gets budget / 2
     picked = data.subsample(frame, budget)
     assert picked["source"].eq("kernelcast").sum() == ours.sum()
     assert picked[picked.source != "kernelcast"].groupby("gpu").size().tolist() == [budget // 2] * 2
-    assert data.subsample(frame, int(sizes.sum())) is frame          # under the budget: everything
+    assert data.subsample(frame, int(sizes.sum())) is frame  # under the budget: everything
 
 
 def test_frozen_split_is_pinned():
     # the frozen evaluation split must never change: these buckets are its definition in numbers
-    assert splits.bucket(np.array([0, 1, 2, 12345678901234567890], dtype=np.uint64), splits.FROZEN_SALT).tolist() \
-        == [44, 35, 30, 71]
-    row = {"op": "gemm", "gpu": "h200_sxm", "dtype": "bf16", "backend": "trtllm", "m": 4096, "n": 4096, "k": 4096,
-           "batch": 1, "layout": "nt", "out_dtype": "bf16", "config": None}
+    assert splits.bucket(np.array([0, 1, 2, 12345678901234567890], dtype=np.uint64), splits.FROZEN_SALT).tolist() == [
+        44,
+        35,
+        30,
+        71,
+    ]
+    row = {
+        "op": "gemm",
+        "gpu": "h200_sxm",
+        "dtype": "bf16",
+        "backend": "trtllm",
+        "m": 4096,
+        "n": 4096,
+        "k": 4096,
+        "batch": 1,
+        "layout": "nt",
+        "out_dtype": "bf16",
+        "config": None,
+    }
     as_float = {**row, "m": 4096.0, "config": float("nan"), "gpu": "b200_sxm"}
     hashes = data.shape_hash(pd.DataFrame([row, as_float]), "gemm")
     assert hashes.tolist() == [PINNED_HASH, PINNED_HASH]
     with_config = pd.DataFrame([row, {**row, "backend": "triton", "config": '{"block_m": 64}'}])
-    assert data.shape_hash(with_config, "gemm")[0] == PINNED_HASH       # a row's hash does not depend on its neighbours
+    assert data.shape_hash(with_config, "gemm")[0] == PINNED_HASH  # a row's hash does not depend on its neighbours
     share = splits.frozen_test(np.arange(100_000, dtype=np.uint64)).mean()
     assert abs(share - splits.FROZEN_PERCENT / 100) < 0.01
 
@@ -98,7 +116,7 @@ def test_splits_partition_rows(rows):
     hashes = data.shape_hash(rows, "gemm")
     [rand] = splits.make_splits("random", rows, hashes, None)
     assert not (rand.train & rand.test).any() and (rand.train | rand.test).all()
-    assert not set(hashes[rand.train]) & set(hashes[rand.test])          # a shape is on one side only
+    assert not set(hashes[rand.train]) & set(hashes[rand.test])  # a shape is on one side only
     logo = splits.make_splits("logo", rows, hashes, None)
     assert [f.fold for f in logo] == ["a100_sxm", "l40s"]
     assert all(set(rows.gpu[f.test]) == {f.fold} and f.fold not in set(rows.gpu[f.train]) for f in logo)
@@ -116,7 +134,9 @@ def test_splits_partition_rows(rows):
 
 
 def test_metrics_hand_computed():
-    m = evaluate.metrics([100, 200, 400, 800], [110, 180, 400, 1000], low=[90, 150, 300, 900], high=[120, 190, 500, 1100])
+    m = evaluate.metrics(
+        [100, 200, 400, 800], [110, 180, 400, 1000], low=[90, 150, 300, 900], high=[120, 190, 500, 1100]
+    )
     assert m["mape"] == pytest.approx((0.1 + 0.1 + 0 + 0.25) / 4)
     assert m["median_ape"] == pytest.approx(0.1)
     assert m["kendall_tau"] == pytest.approx(1.0)
@@ -162,14 +182,30 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     from kernelcast.training import run, tracking
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
-    cfg = run.RunConfig("gemm", sources=("aiconfigurator",), outside=outside, datasets=tmp_path,
-                        max_train_rows=4000, max_test_rows=3000, params=SMALL, model_dir=tmp_path / "models")
+    cfg = run.RunConfig(
+        "gemm",
+        sources=("aiconfigurator",),
+        outside=outside,
+        datasets=tmp_path,
+        max_train_rows=4000,
+        max_test_rows=3000,
+        params=SMALL,
+        model_dir=tmp_path / "models",
+    )
     first = run.train(cfg)
     assert first["champion"] is True and first["model_version"] == "1"
     assert (tmp_path / "mlruns" / "artifacts" / "kernelcast-gemm").is_dir()
-    worse = run.train(run.RunConfig(**{**run.config_dict(cfg), "outside": outside, "datasets": tmp_path,
-                                       "model_dir": tmp_path / "models",
-                                       "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01}}))
+    worse = run.train(
+        run.RunConfig(
+            **{
+                **run.config_dict(cfg),
+                "outside": outside,
+                "datasets": tmp_path,
+                "model_dir": tmp_path / "models",
+                "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01},
+            }
+        )
+    )
     assert worse["champion"] is False and worse["exported"] == []
     runs = tracking.search(["gemm"])
     assert len(runs) == 2 and set(runs["tags.feature_version"]) == {FEATURE_VERSION}
@@ -177,34 +213,59 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     from kernelcast.training.cli import dashboard_rows
 
     board = dashboard_rows(runs.assign(experiment_name="kernelcast-gemm"), ["gemm"])
-    assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]       # the latest train run's per-GPU figures
+    assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]  # the latest train run's per-GPU figures
     assert board[1]["random_learned_mape"] == pytest.approx(runs.iloc[0]["metrics.random.gpu.l40s.learned.mape"])
     client = tracking.setup()
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
     artifacts = {a.path for a in client.list_artifacts(first["run_id"])}
-    assert {"pred_vs_measured.png", "error_cdf.png", "feature_importance.png", "evaluation_table.json",
-            "shipped"} <= artifacts
+    assert {
+        "pred_vs_measured.png",
+        "error_cdf.png",
+        "feature_importance.png",
+        "evaluation_table.json",
+        "shipped",
+    } <= artifacts
     model = load_model("gemm", tmp_path / "models")
     manifest = json.loads((tmp_path / "models" / "gemm.json").read_text())
     assert manifest["data_fingerprint"] == first["data_fingerprint"] and model.name.startswith("learned:gemm@")
-    forced = run.train(run.RunConfig(**{**run.config_dict(cfg), "outside": outside, "datasets": tmp_path,
-                                        "model_dir": tmp_path / "models", "force_promote": True,
-                                        "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01}}))
-    assert forced["champion"] is True and forced["exported"]            # not better, promoted on request
+    forced = run.train(
+        run.RunConfig(
+            **{
+                **run.config_dict(cfg),
+                "outside": outside,
+                "datasets": tmp_path,
+                "model_dir": tmp_path / "models",
+                "force_promote": True,
+                "params": {**SMALL, "n_estimators": 1, "learning_rate": 0.01},
+            }
+        )
+    )
+    assert forced["champion"] is True and forced["exported"]  # not better, promoted on request
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "3"
     assert client.get_run(forced["run_id"]).data.tags["promotion"] == "forced"
 
 
 def _write_rows(folder, rows):
-    """Real parquet through the collector's writer (rows of real descriptions; the latencies are made up for the test)."""
+    """Real parquet through the collector's writer (rows of real descriptions; the latencies are made up for
+    the test)."""
     from kernelcast.collect.dataset import append_rows
     from kernelcast.features.desc import parse_desc
 
     out = []
     for i, (m, latency) in enumerate(rows):
-        desc = parse_desc({"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": m, "n": 256, "k": 256})
-        out.append({**desc.to_row(), "latency_us": latency, "status": "ok", "source": "kernelcast", "desc_key": desc.key(),
-                    "plan_index": i})
+        desc = parse_desc(
+            {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": m, "n": 256, "k": 256}
+        )
+        out.append(
+            {
+                **desc.to_row(),
+                "latency_us": latency,
+                "status": "ok",
+                "source": "kernelcast",
+                "desc_key": desc.key(),
+                "plan_index": i,
+            }
+        )
     append_rows(folder, "gemm", out)
 
 
@@ -215,10 +276,11 @@ def test_load_rows_reads_only_the_cards_files_and_skips_invalid_rows(tmp_path):
     gemm.mkdir()
     _write_rows(gemm / "kernelcast_h200_sxm_20261201_s000of001.parquet", [(64, 5.0), (128, 6.0)])
     _write_rows(gemm / "kernelcast_h200_sxm_20261201_test.parquet", [(96, 5.5)])
-    _write_rows(gemm / "kernelcast_h200_sxm_20261202_s000of001.parquet", [(32, 4.0)])      # not on the card
+    _write_rows(gemm / "kernelcast_h200_sxm_20261202_s000of001.parquet", [(32, 4.0)])  # not on the card
     (tmp_path / "files.toml").write_text(
         '[[file]]\npath = "gemm/kernelcast_h200_sxm_20261201_s000of001.parquet"\nrole = "train"\n'
-        '[[file]]\npath = "gemm/kernelcast_h200_sxm_20261201_test.parquet"\nrole = "test"\n')
+        '[[file]]\npath = "gemm/kernelcast_h200_sxm_20261201_test.parquet"\nrole = "test"\n'
+    )
     train = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
     assert sorted(train["m"]) == [64, 128] and set(train["role"]) == {"train"}
     both = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path, roles=("train", "test"))

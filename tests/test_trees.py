@@ -1,5 +1,6 @@
 """The numpy tree walk (predictors/trees.py) gives XGBoost's margins: shipped models on real rows,
 and small models trained here on synthetic data with missing values."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,7 +26,7 @@ def test_forest_equals_xgboost_on_shipped_models_and_real_rows(op):
     x = feature_matrix({**cols, **feature_columns(cols, op)}, op)
     want = _xgb_margins(model.booster, model.quantile_booster, x=x)
     assert np.abs(model.forest.predict(x) - want).max() < 1e-4
-    one = model.predict({k: v[:1] for k, v in {**cols, **feature_columns(cols, op)}.items()})   # the numpy path
+    one = model.predict({k: v[:1] for k, v in {**cols, **feature_columns(cols, op)}.items()})  # the numpy path
     assert NUMPY_ROWS >= 1 and np.isfinite(one[0]).all()
 
 
@@ -50,11 +51,12 @@ def test_forest_missing_values_and_two_boosters_match_xgboost():
     y = np.where(np.isnan(x[:, 0]), 3.0, np.sin(np.nan_to_num(x[:, 0]))) + x[:, 1] * x[:, 2]
     dm = xgb.DMatrix(x, label=y)
     point = xgb.train({"max_depth": 6, "tree_method": "hist"}, dm, 30)
-    quant = xgb.train({"max_depth": 3, "tree_method": "hist", "objective": "reg:quantileerror",
-                       "quantile_alpha": [0.1, 0.9]}, dm, 10)
+    quant = xgb.train(
+        {"max_depth": 3, "tree_method": "hist", "objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.9]}, dm, 10
+    )
     forest = Forest.from_boosters(point, quant)
     probe = x[:300].copy()
-    probe[:30, 1] = np.nan                                  # a column never missing in training
+    probe[:30, 1] = np.nan  # a column never missing in training
     want = _xgb_margins(point, quant, x=probe)
     assert forest.predict(probe).shape == (300, 3)
     assert np.abs(forest.predict(probe) - want).max() < 1e-5
@@ -82,8 +84,10 @@ def test_learned_one_row_path_equals_batch_path():
     rows = load_rows("gemm", sources=("kernelcast",)).sample(40, random_state=2)
     cols = {c: rows[c].to_numpy() for c in rows}
     feats = {**cols, **feature_columns(cols, "gemm")}
-    batch = np.column_stack(model.predict(feats))                                   # XGBoost (40 > NUMPY_ROWS rows)
-    singles = np.vstack([np.column_stack(model.predict({k: v[i:i + 1] for k, v in feats.items()})) for i in range(40)])
+    batch = np.column_stack(model.predict(feats))  # XGBoost (40 > NUMPY_ROWS rows)
+    singles = np.vstack(
+        [np.column_stack(model.predict({k: v[i : i + 1] for k, v in feats.items()})) for i in range(40)]
+    )
     assert len(rows) > NUMPY_ROWS
     np.testing.assert_allclose(singles, batch, rtol=1e-4)
     assert not pd.isna(singles).any()

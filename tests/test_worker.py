@@ -4,19 +4,25 @@ A poisoned config kills or wedges only its worker: the chunk is re-run one by on
 that alone kills its process twice is recorded ``cuda_fatal``, and the run goes on; a resumed
 run measures exactly what is missing.
 """
+
 from __future__ import annotations
 
+import fake_measure as fake
 import pyarrow.parquet as pq
 import pytest
-
-import fake_measure as fake
 from kernelcast.collect.plan import load_plan, make_plan, save_plan, shard_tag
 from kernelcast.collect.shard import RunConfig, output_files, plan_status, run_shard
 from kernelcast.collect.worker import Unsupported, classify, load_measure
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "n": 256, "k": 512}
-POISON = {fake.KILL: "cuda_fatal", fake.STICKY: "cuda_fatal", fake.HANG: "cuda_fatal", fake.FATAL_ROW: "cuda_fatal",
-          fake.UNSUPPORTED: "unsupported", fake.OOM: "oom"}
+POISON = {
+    fake.KILL: "cuda_fatal",
+    fake.STICKY: "cuda_fatal",
+    fake.HANG: "cuda_fatal",
+    fake.FATAL_ROW: "cuda_fatal",
+    fake.UNSUPPORTED: "unsupported",
+    fake.OOM: "oom",
+}
 
 
 def plan_file(tmp_path, ms, name="plan.jsonl"):
@@ -36,13 +42,18 @@ def cfg(measure, **kw):
     return RunConfig(**{"gpus": (0,), "timer": f"fake_measure:{measure}", "progress": False, **kw})
 
 
-@pytest.mark.parametrize("exc,status", [
-    (Unsupported("no"), "unsupported"), (NotImplementedError("fp8"), "unsupported"),
-    (RuntimeError("CUDA out of memory. Tried to allocate 2 GiB"), "oom"),
-    (RuntimeError("CUDA error: an illegal memory access was encountered"), "cuda_fatal"),
-    (RuntimeError("CUDA error: unspecified launch failure"), "cuda_fatal"),
-    (RuntimeError("CUDA error: misaligned address"), "cuda_fatal"),
-    (ValueError("shape mismatch"), "error")])
+@pytest.mark.parametrize(
+    "exc,status",
+    [
+        (Unsupported("no"), "unsupported"),
+        (NotImplementedError("fp8"), "unsupported"),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2 GiB"), "oom"),
+        (RuntimeError("CUDA error: an illegal memory access was encountered"), "cuda_fatal"),
+        (RuntimeError("CUDA error: unspecified launch failure"), "cuda_fatal"),
+        (RuntimeError("CUDA error: misaligned address"), "cuda_fatal"),
+        (ValueError("shape mismatch"), "error"),
+    ],
+)
 def test_classify(exc, status):
     got, message = classify(exc)
     assert got == status and str(exc) in message
@@ -93,24 +104,24 @@ def test_poisoned_configs_restart_the_worker_and_the_run_goes_on(tmp_path, monke
 
 def test_limit_then_ctrl_c_then_resume_measures_exactly_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("KC_FAKE_CALLS", str(tmp_path / "calls.txt"))
-    plan = plan_file(tmp_path, list(range(1, 40)) + [fake.INTERRUPT])    # 40 originals + 4 re-measurements
+    plan = plan_file(tmp_path, list(range(1, 40)) + [fake.INTERRUPT])  # 40 originals + 4 re-measurements
     ctrl_c = next(e.index for e in load_plan(plan).entries if e.desc.m == fake.INTERRUPT)
     i = ctrl_c % 2
-    out, mine, tag = tmp_path / "out", list(range(i, 44, 2)), shard_tag(i, 2)   # the shard holding Ctrl-C
-    assert mine.index(ctrl_c) >= 2                                       # seed 0: after the limited first run
+    out, mine, tag = tmp_path / "out", list(range(i, 44, 2)), shard_tag(i, 2)  # the shard holding Ctrl-C
+    assert mine.index(ctrl_c) >= 2  # seed 0: after the limited first run
     first = run_shard(plan, i, 2, out, cfg("fixed", limit=2))
     assert first["measured"] == 2 and first["left"] == 20 and len(calls(tmp_path / "calls.txt")) == 2
     assert {r["plan_index"] for r in rows(out)} == set(mine[:2])
     second = run_shard(plan, i, 2, out, cfg("measure", chunk=1))
     assert second["interrupted"] and second["already_done"] == 2
     kept = rows(out)
-    assert len(kept) == 2 + second["measured"] < 22                      # Ctrl-C: every row measured is kept
-    assert ctrl_c in {r["plan_index"] for r in kept}                     # its chunk finished before the stop
+    assert len(kept) == 2 + second["measured"] < 22  # Ctrl-C: every row measured is kept
+    assert ctrl_c in {r["plan_index"] for r in kept}  # its chunk finished before the stop
     before = len(calls(tmp_path / "calls.txt"))
     third = run_shard(plan, i, 2, out, cfg("fixed"))
     assert third["measured"] == 22 - len(kept) == len(calls(tmp_path / "calls.txt")) - before
     assert sorted(r["plan_index"] for r in rows(out)) == mine
-    assert len(output_files(out, load_plan(plan).plan_id(), tag)) == 3    # one file per run (writer)
+    assert len(output_files(out, load_plan(plan).plan_id(), tag)) == 3  # one file per run (writer)
     status = plan_status(plan, out)
     assert status["done"] == 22 and status["missing"] == 22 and status["failed"] == {}
 
@@ -131,7 +142,9 @@ def test_run_refuses_a_folder_of_another_plan(tmp_path):
 
 
 def test_bad_measure_path_fails_at_start(tmp_path):
-    with pytest.raises(RuntimeError, match="could not start: ValueError: measure 'fake_measure:nope' cannot be imported"):
+    with pytest.raises(
+        RuntimeError, match="could not start: ValueError: measure 'fake_measure:nope' cannot be imported"
+    ):
         run_shard(plan_file(tmp_path, [1]), 0, 1, tmp_path / "out", cfg("nope"))
 
 
@@ -141,8 +154,28 @@ def test_cli_run_status_merge_json(tmp_path, capsys):
     from kernelcast.collect import cli
 
     plan, out = plan_file(tmp_path, [1, 2, 3, fake.OOM]), tmp_path / "out"
-    assert cli.main(["collect", "run", "--plan", str(plan), "--shard", "0/1", "--out", str(out), "--gpus", "0",
-                     "--measure", "fake_measure:fixed", "--repeats", "5", "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "collect",
+                "run",
+                "--plan",
+                str(plan),
+                "--shard",
+                "0/1",
+                "--out",
+                str(out),
+                "--gpus",
+                "0",
+                "--measure",
+                "fake_measure:fixed",
+                "--repeats",
+                "5",
+                "--json",
+            ]
+        )
+        == 0
+    )
     run = json.loads(capsys.readouterr().out)
     assert run["measured"] == 5 and run["status_counts"] == {"ok": 5} and len(run["files"]) == 1
     assert {r["repeats"] for r in rows(out)} == {5}
@@ -151,8 +184,21 @@ def test_cli_run_status_merge_json(tmp_path, capsys):
     # synthetic rows never reach a datasets folder...
     assert cli.main(["collect", "merge", "--in", str(out), "--datasets", str(tmp_path / "datasets")]) == 2
     assert "timer 'synthetic' times the host, not a GPU" in capsys.readouterr().err
-    assert cli.main(["collect", "merge", "--in", str(out), "--datasets", str(tmp_path / "datasets"),
-                     "--allow-host-timers", "--json"]) == 0      # ...unless asked, for a scratch one
+    assert (
+        cli.main(
+            [
+                "collect",
+                "merge",
+                "--in",
+                str(out),
+                "--datasets",
+                str(tmp_path / "datasets"),
+                "--allow-host-timers",
+                "--json",
+            ]
+        )
+        == 0
+    )  # ...unless asked, for a scratch one
     merged = json.loads(capsys.readouterr().out)
     assert merged["added"] == {"gemm": 5} and merged["noise"]["gemm"]["pairs"] == 1
-    assert merged["noise"]["gemm"]["median"] == 0.0        # the synthetic fake repeats itself exactly
+    assert merged["noise"]["gemm"]["median"] == 0.0  # the synthetic fake repeats itself exactly

@@ -1,7 +1,7 @@
 """Collector contracts on CPU: every workload/backend registered, supports() reasons, routing, the trace splitter."""
+
 import numpy as np
 import pytest
-
 from kernelcast.collect import timers
 from kernelcast.collect.measure import measure_many
 from kernelcast.collect.timers import KernelEvent, split_segments, timing_from_segments
@@ -14,10 +14,30 @@ from kernelcast.features.ops import get_op
 from kernelcast.features.ops.moe import expert_counts
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 128, "n": 256, "k": 512}
-ATTN = {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "flash", "batch": 1, "heads_q": 8,
-        "heads_kv": 2, "seq_q": 64, "seq_kv": 256, "head_dim": 128, "causal": True}
-MOE = {"op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "torch", "tokens": 16, "hidden": 64, "ffn": 64,
-       "experts": 8, "top_k": 2}
+ATTN = {
+    "op": "attention",
+    "gpu": "H200",
+    "dtype": "bf16",
+    "backend": "flash",
+    "batch": 1,
+    "heads_q": 8,
+    "heads_kv": 2,
+    "seq_q": 64,
+    "seq_kv": 256,
+    "head_dim": 128,
+    "causal": True,
+}
+MOE = {
+    "op": "moe",
+    "gpu": "H200",
+    "dtype": "bf16",
+    "backend": "torch",
+    "tokens": 16,
+    "hidden": 64,
+    "ffn": 64,
+    "experts": 8,
+    "top_k": 2,
+}
 
 
 @pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
@@ -37,23 +57,50 @@ def test_registering_twice_raises():
 
 
 def test_get_backend_lists_what_exists():
-    with pytest.raises(ValueError, match="kernel_desc\\['backend'\\] must be a measurable backend of op 'gemm': cublas, triton"):
+    with pytest.raises(
+        ValueError, match="kernel_desc\\['backend'\\] must be a measurable backend of op 'gemm': cublas, triton"
+    ):
         get_backend("gemm", "trtllm")
 
 
-@pytest.mark.parametrize("desc, reason", [
-    ({**GEMM, "dtype": "fp8_e4m3", "layout": "nn"}, "layout 'nt' and batch 1"),
-    ({**GEMM, "dtype": "fp8_e4m3", "n": 250}, "multiples of 16"),
-    ({**GEMM, "dtype": "fp8_block"}, "cublas backend measures dtypes"),
-    ({**GEMM, "dtype": "bf16", "out_dtype": "fp32"}, "writes bf16"),
-    ({**GEMM, "backend": "triton", "dtype": "fp32", "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8,
-      "num_warps": 4, "num_stages": 3, "split_k": 1}}, "triton GEMM measures dtypes bf16, fp16"),
-    ({**ATTN, "backend": "cudnn"}, "bottom-right causal"),
-    ({**ATTN, "head_dim": 512}, "head_dim <= 256"),
-    ({**ATTN, "backend": "triton", "head_dim": 96, "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2}},
-     "power of two"),
-    ({**MOE, "dtype": "fp8_e4m3"}, "moe torch measures dtypes bf16, fp16"),
-])
+@pytest.mark.parametrize(
+    "desc, reason",
+    [
+        ({**GEMM, "dtype": "fp8_e4m3", "layout": "nn"}, "layout 'nt' and batch 1"),
+        ({**GEMM, "dtype": "fp8_e4m3", "n": 250}, "multiples of 16"),
+        ({**GEMM, "dtype": "fp8_block"}, "cublas backend measures dtypes"),
+        ({**GEMM, "dtype": "bf16", "out_dtype": "fp32"}, "writes bf16"),
+        (
+            {
+                **GEMM,
+                "backend": "triton",
+                "dtype": "fp32",
+                "config": {
+                    "block_m": 64,
+                    "block_n": 64,
+                    "block_k": 32,
+                    "group_m": 8,
+                    "num_warps": 4,
+                    "num_stages": 3,
+                    "split_k": 1,
+                },
+            },
+            "triton GEMM measures dtypes bf16, fp16",
+        ),
+        ({**ATTN, "backend": "cudnn"}, "bottom-right causal"),
+        ({**ATTN, "head_dim": 512}, "head_dim <= 256"),
+        (
+            {
+                **ATTN,
+                "backend": "triton",
+                "head_dim": 96,
+                "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2},
+            },
+            "power of two",
+        ),
+        ({**MOE, "dtype": "fp8_e4m3"}, "moe torch measures dtypes bf16, fp16"),
+    ],
+)
 def test_supports_gives_reasons(desc, reason):
     d = parse_desc(desc)
     assert reason in get_backend(d.op, d.backend).supports(d, None)
@@ -78,14 +125,22 @@ def test_bad_timing_args_are_value_errors():
         measure_many([GEMM], repeats=0)
 
 
-@pytest.mark.parametrize("tokens, experts, top_k, dist", [
-    (64, 8, 2, "balanced"), (100, 256, 8, "power_law_1.2"), (3, 16, 4, "power_law_2.0"), (1, 128, 8, "balanced"),
-    (10, 4, 2, (10, 10, 0, 0)),
-])
+@pytest.mark.parametrize(
+    "tokens, experts, top_k, dist",
+    [
+        (64, 8, 2, "balanced"),
+        (100, 256, 8, "power_law_1.2"),
+        (3, 16, 4, "power_law_2.0"),
+        (1, 128, 8, "balanced"),
+        (10, 4, 2, (10, 10, 0, 0)),
+    ],
+)
 def test_routing_realises_expert_counts_with_distinct_experts(tokens, experts, top_k, dist):
     ids, weights = routing(tokens, experts, top_k, dist)
     assert ids.shape == (tokens, top_k) and weights.shape == (tokens, top_k)
-    np.testing.assert_array_equal(np.bincount(ids.ravel(), minlength=experts), expert_counts(tokens, experts, top_k, dist))
+    np.testing.assert_array_equal(
+        np.bincount(ids.ravel(), minlength=experts), expert_counts(tokens, experts, top_k, dist)
+    )
     assert all(len(set(row)) == top_k for row in ids)
     np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-6)
     assert (weights > 0).all()
@@ -99,12 +154,24 @@ def _ev(name, t, d=10):
 
 def test_split_segments_drops_setup_and_separators():
     # synthetic trace (unit test only): config 0 = 2 calls, config 1 = 1 call; set-up kernels between configs
-    events = [_ev("kc_flush_l2", 0), _ev("gemm_a", 10, 100), _ev("splitKreduce", 120, 5),
-              _ev("kc_flush_l2", 200), _ev("gemm_a", 210, 90), _ev("splitKreduce", 305, 5), _ev("kc_end", 400),
-              _ev("randn_setup", 410), _ev("kc_flush_l2", 500), _ev("flash_fwd", 510, 40), _ev("kc_end", 600)]
-    configs = split_segments(reversed(events))              # order comes from start times, not input order
+    events = [
+        _ev("kc_flush_l2", 0),
+        _ev("gemm_a", 10, 100),
+        _ev("splitKreduce", 120, 5),
+        _ev("kc_flush_l2", 200),
+        _ev("gemm_a", 210, 90),
+        _ev("splitKreduce", 305, 5),
+        _ev("kc_end", 400),
+        _ev("randn_setup", 410),
+        _ev("kc_flush_l2", 500),
+        _ev("flash_fwd", 510, 40),
+        _ev("kc_end", 600),
+    ]
+    configs = split_segments(reversed(events))  # order comes from start times, not input order
     assert [[[e.name for e in call] for call in c] for c in configs] == [
-        [["gemm_a", "splitKreduce"], ["gemm_a", "splitKreduce"]], [["flash_fwd"]]]
+        [["gemm_a", "splitKreduce"], ["gemm_a", "splitKreduce"]],
+        [["flash_fwd"]],
+    ]
     t = timing_from_segments(configs[0], issued=2, repeats=1, clock=1.9e9, error=None)
     assert t.samples_us == (0.095,) and t.kernels == ("gemm_a", "splitKreduce") and t.error is None
 
@@ -122,7 +189,7 @@ def test_warm_separator_is_recognised():
     assert [[e.name for e in c] for c in configs[0]] == [["k"]]
     from kernelcast.features.gpu import get_gpu
 
-    assert timers.FLUSH_BYTES >= 4 * get_gpu("H200").l2_bytes          # the flush buffer is several L2s
+    assert timers.FLUSH_BYTES >= 4 * get_gpu("H200").l2_bytes  # the flush buffer is several L2s
 
 
 def test_precompile_targets_one_per_compile_class_plus_check_shapes():

@@ -1,4 +1,5 @@
 """`kernelcast train | evaluate | dashboard`: thin argparse shells over training.run and MLflow's run search."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,10 @@ from kernelcast.training.splits import SPLITS
 
 def add_parsers(subparsers) -> None:
     """Register train, evaluate and dashboard on the kernelcast CLI's subparsers."""
-    for name, helptext in (("train", "train the XGBoost model per op family, log to MLflow, ship a new champion"),
-                           ("evaluate", "train/test every fold of a split; learned beside analytical")):
+    for name, helptext in (
+        ("train", "train the XGBoost model per op family, log to MLflow, ship a new champion"),
+        ("evaluate", "train/test every fold of a split; learned beside analytical"),
+    ):
         p = subparsers.add_parser(name, help=helptext)
         p.add_argument("--op", default="all", choices=(*op_names(), "all"))
         if name == "evaluate":
@@ -21,12 +24,20 @@ def add_parsers(subparsers) -> None:
         p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
         p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")
         p.add_argument("--backend", default=None, help="only rows of this backend")
-        p.add_argument("--max-train-rows", type=int, default=200_000, help="outside (aiconfigurator) training rows per fold, subsampled; our own rows are all kept")
+        p.add_argument(
+            "--max-train-rows",
+            type=int,
+            default=200_000,
+            help="outside (aiconfigurator) training rows per fold, subsampled; our own rows are all kept",
+        )
         p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow (train then always exports)")
         p.add_argument("--json", action="store_true", help="print results as JSON")
         if name == "train":
-            p.add_argument("--force-promote", action="store_true",
-                           help="make this run the champion even without a lower MAPE (tagged promotion=forced)")
+            p.add_argument(
+                "--force-promote",
+                action="store_true",
+                help="make this run the champion even without a lower MAPE (tagged promotion=forced)",
+            )
         p.set_defaults(func=_train if name == "train" else _evaluate)
     d = subparsers.add_parser("dashboard", help="per-architecture error table from the MLflow runs")
     d.add_argument("--op", default="all", choices=(*op_names(), "all"))
@@ -43,9 +54,18 @@ def _configs(args: argparse.Namespace):
     from kernelcast.training.run import RunConfig
 
     sources = (args.source,) if args.source else SOURCES
-    return [RunConfig(op, sources=sources, dtype=args.dtype, backend=args.backend,
-                      max_train_rows=args.max_train_rows, log_mlflow=not args.no_mlflow,
-                      force_promote=getattr(args, "force_promote", False)) for op in _ops(args.op)]
+    return [
+        RunConfig(
+            op,
+            sources=sources,
+            dtype=args.dtype,
+            backend=args.backend,
+            max_train_rows=args.max_train_rows,
+            log_mlflow=not args.no_mlflow,
+            force_promote=getattr(args, "force_promote", False),
+        )
+        for op in _ops(args.op)
+    ]
 
 
 def _fmt(x) -> str:
@@ -62,8 +82,8 @@ def _print_table(records: list[dict], columns: list[str]) -> None:
 
 
 def _side(table: list[dict], group_by: str) -> list[dict]:
-    from kernelcast.training.evaluate import side_by_side
     import pandas as pd
+    from kernelcast.training.evaluate import side_by_side
 
     wide = side_by_side(pd.DataFrame(table), group_by).reset_index().rename(columns={"group": group_by})
     return wide.to_dict("records")
@@ -77,10 +97,12 @@ def _train(args: argparse.Namespace) -> int:
         result = train(cfg)
         results.append(result)
         if not args.json:
-            print(f"\n{cfg.op}: {result['rows']:,} rows, trained on {result['n_train']:,}, "
-                  f"{result['seconds']}s; frozen-split coverage raw {result['coverage']['coverage_raw']:.3f} -> "
-                  f"calibrated {result['coverage']['coverage_calibrated']:.3f}; champion: {result['champion']}; "
-                  f"exported: {', '.join(result['exported']) or 'no'}")
+            print(
+                f"\n{cfg.op}: {result['rows']:,} rows, trained on {result['n_train']:,}, "
+                f"{result['seconds']}s; frozen-split coverage raw {result['coverage']['coverage_raw']:.3f} -> "
+                f"calibrated {result['coverage']['coverage_calibrated']:.3f}; champion: {result['champion']}; "
+                f"exported: {', '.join(result['exported']) or 'no'}"
+            )
             _print_side(result["table"], "gpu")
     if args.json:
         print(json.dumps(results, indent=1, default=str))
@@ -89,8 +111,19 @@ def _train(args: argparse.Namespace) -> int:
 
 def _print_side(rows, by: str) -> None:
     """Learned beside analytical, one line per ``by`` group."""
-    _print_table(_side(rows, by), [by, "n", "learned_mape", "analytical_mape", "learned_median_ape",
-                                   "analytical_median_ape", "learned_p90_ape", "learned_coverage"])
+    _print_table(
+        _side(rows, by),
+        [
+            by,
+            "n",
+            "learned_mape",
+            "analytical_mape",
+            "learned_median_ape",
+            "analytical_median_ape",
+            "learned_p90_ape",
+            "learned_coverage",
+        ],
+    )
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -101,9 +134,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         result = evaluate_split(cfg, args.split)
         results.append(result)
         if not args.json:
-            print(f"\n{cfg.op} {args.split}: {result['rows']:,} rows, {len(result['folds'])} folds, "
-                  f"{result['seconds']}s; held-out coverage raw {result['coverage']['coverage_raw']:.3f} -> "
-                  f"calibrated {result['coverage']['coverage_calibrated']:.3f}")
+            print(
+                f"\n{cfg.op} {args.split}: {result['rows']:,} rows, {len(result['folds'])} folds, "
+                f"{result['seconds']}s; held-out coverage raw {result['coverage']['coverage_raw']:.3f} -> "
+                f"calibrated {result['coverage']['coverage_calibrated']:.3f}"
+            )
             _print_side(result["by_fold"], "fold")
     if args.json:
         print(json.dumps(results, indent=1, default=str))
@@ -122,8 +157,9 @@ def dashboard_rows(runs, ops) -> list[dict]:
             latest = mine[(mine["tags.split"] == split) & (mine["tags.kind"] == kind)].head(1)
             if latest.empty:
                 continue
-            metrics = {k.removeprefix("metrics."): v for k, v in latest.iloc[0].items()
-                       if k.startswith("metrics.") and v == v}
+            metrics = {
+                k.removeprefix("metrics."): v for k, v in latest.iloc[0].items() if k.startswith("metrics.") and v == v
+            }
             pattern = re.compile(rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(mape|coverage)$")
             for key, value in metrics.items():
                 m = pattern.match(key)

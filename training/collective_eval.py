@@ -6,6 +6,7 @@ source weights and calibration), on every fold of leave-one-GPU-out and leave-on
 reported over all collectives and per collective.
 ``python -m kernelcast.training.collective_eval [--json PATH] [--mlflow]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import build_features
 from kernelcast.training import data, run
@@ -47,8 +47,14 @@ def ape_stats(err: np.ndarray, nbytes: np.ndarray) -> dict[str, float]:
     """Median and p90 APE (%) over all rows and over messages >= 1 MiB."""
     big = np.asarray(nbytes) >= LARGE_BYTES
     stat = lambda e, q: float(np.quantile(e, q) * 100) if len(e) else float("nan")
-    return {"n": int(len(err)), "median": stat(err, 0.5), "p90": stat(err, 0.9),
-            "n_1mib": int(big.sum()), "median_1mib": stat(err[big], 0.5), "p90_1mib": stat(err[big], 0.9)}
+    return {
+        "n": int(len(err)),
+        "median": stat(err, 0.5),
+        "p90": stat(err, 0.9),
+        "n_1mib": int(big.sum()),
+        "median_1mib": stat(err[big], 0.5),
+        "p90_1mib": stat(err[big], 0.9),
+    }
 
 
 def fit_predict(frame: pd.DataFrame, test: np.ndarray, name: str) -> np.ndarray:
@@ -83,18 +89,29 @@ def holdout_table(frame: pd.DataFrame, feats: pd.DataFrame, by: str) -> list[dic
             for collective in ["all", *sorted(part.loc[mine, "collective"].unique())]:
                 s = mine if collective == "all" else mine & (part["collective"] == collective).to_numpy()
                 measured, nbytes = part["latency_us"].to_numpy()[s], part["bytes"].to_numpy()[s]
-                out.append({"split": f"leave_one_{by}_out", "held_out": str(value), "source": source,
-                            "collective": collective,
-                            "nccl_model": ape_stats(ape(nccl[s], measured), nbytes),
-                            "learned": ape_stats(ape(pred[s], measured), nbytes),
-                            "served": ape_stats(ape(served[s], measured), nbytes)})
+                out.append(
+                    {
+                        "split": f"leave_one_{by}_out",
+                        "held_out": str(value),
+                        "source": source,
+                        "collective": collective,
+                        "nccl_model": ape_stats(ape(nccl[s], measured), nbytes),
+                        "learned": ape_stats(ape(pred[s], measured), nbytes),
+                        "served": ape_stats(ape(served[s], measured), nbytes),
+                    }
+                )
     return out
 
 
 def flat_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (split, held out, source, collective, model) with n and the four APE statistics."""
-    return pd.DataFrame([{k: r[k] for k in ("split", "held_out", "source", "collective")} | {"model": model, **r[model]}
-                         for r in rows for model in MODELS])
+    return pd.DataFrame(
+        [
+            {k: r[k] for k in ("split", "held_out", "source", "collective")} | {"model": model, **r[model]}
+            for r in rows
+            for model in MODELS
+        ]
+    )
 
 
 def comparison_figure(rows: list[dict], split: str):
@@ -102,9 +119,14 @@ def comparison_figure(rows: list[dict], split: str):
     from kernelcast.training.plots import paired_bars
 
     part = [r for r in rows if r["split"] == split and r["collective"] == "all"]
-    return paired_bars([f"{r['held_out']}\n{r['source']}" for r in part],
-                       {model: {stat: [r[model][stat] for r in part] for stat in ("median", "p90")}
-                        for model in ("nccl_model", "learned")}, f"{split}: APE (%)")
+    return paired_bars(
+        [f"{r['held_out']}\n{r['source']}" for r in part],
+        {
+            model: {stat: [r[model][stat] for r in part] for stat in ("median", "p90")}
+            for model in ("nccl_model", "learned")
+        },
+        f"{split}: APE (%)",
+    )
 
 
 def log_mlflow(rows: list[dict], n_rows: int) -> str:
@@ -120,22 +142,29 @@ def log_mlflow(rows: list[dict], n_rows: int) -> str:
                     metrics[f"{head}.{model}.{stat}_ape"] = r[model][stat]
     splits = sorted({r["split"] for r in rows})
     run_id, _ = tracking.log_run(
-        "collective", "nccl-comparison", {"rows": n_rows, "xgb_params": json.dumps(dict(get_op("collective").train_params)),
-                                          "large_bytes": LARGE_BYTES},
-        {"kind": "nccl-comparison", "splits": ",".join(splits)}, metrics,
+        "collective",
+        "nccl-comparison",
+        {"rows": n_rows, "xgb_params": json.dumps(dict(get_op("collective").train_params)), "large_bytes": LARGE_BYTES},
+        {"kind": "nccl-comparison", "splits": ",".join(splits)},
+        metrics,
         {f"{split}.png": comparison_figure(rows, split) for split in splits},
-        {"nccl_comparison.json": flat_table(rows)})
+        {"nccl_comparison.json": flat_table(rows)},
+    )
     return run_id
 
 
 def format_rows(rows: list[dict]) -> str:
     """One line per (held-out value, source): median / p90 APE %, overall and (>= 1 MiB)."""
     cell = lambda m: f"{m['median']:5.1f}/{m['p90']:6.1f} ({m['median_1mib']:5.1f}/{m['p90_1mib']:6.1f})"
-    lines = [f"{'split':<21}{'held out':<21}{'source':<15}{'n':>5}  {'NCCL model':^26}  {'learned':^26}  {'served':^26}",
-             f"{'':<62}" + "  ".join([f"{'med/p90 (>=1MiB med/p90)':^26}"] * 3)]
+    lines = [
+        f"{'split':<21}{'held out':<21}{'source':<15}{'n':>5}  {'NCCL model':^26}  {'learned':^26}  {'served':^26}",
+        f"{'':<62}" + "  ".join([f"{'med/p90 (>=1MiB med/p90)':^26}"] * 3),
+    ]
     for r in (r for r in rows if r.get("collective", "all") == "all"):
-        lines.append(f"{r['split']:<21}{r['held_out']:<21}{r['source']:<15}{r['nccl_model']['n']:>5}  "
-                     f"{cell(r['nccl_model'])}  {cell(r['learned'])}  {cell(r['served'])}")
+        lines.append(
+            f"{r['split']:<21}{r['held_out']:<21}{r['source']:<15}{r['nccl_model']['n']:>5}  "
+            f"{cell(r['nccl_model'])}  {cell(r['learned'])}  {cell(r['served'])}"
+        )
     return "\n".join(lines)
 
 

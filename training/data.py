@@ -1,16 +1,16 @@
 """Training rows: the dataset files the card names plus the aiconfigurator import, valid ok rows only,
 with shape keys and fingerprints."""
+
 from __future__ import annotations
 
 import hashlib
 import sys
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
+import tomllib
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.validate import validate_frame
@@ -42,7 +42,9 @@ def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
     for i, entry in enumerate(entries):
         path, role = entry.get("path"), entry.get("role")
         if not isinstance(path, str) or role not in ROLES:
-            raise ValueError(f"{card}: file[{i}] needs a 'path' and a 'role' (one of {', '.join(ROLES)}); got {entry!r}")
+            raise ValueError(
+                f"{card}: file[{i}] needs a 'path' and a 'role' (one of {', '.join(ROLES)}); got {entry!r}"
+            )
         if Path(path).parts[0] != op:
             continue
         if not (Path(datasets) / path).is_file():
@@ -58,8 +60,10 @@ def _read_parquet(files: list[tuple[Path, str]]) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f, _ in files])
-    parts = [pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role)
-             for f, role in files]
+    parts = [
+        pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role)
+        for f, role in files
+    ]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -75,7 +79,7 @@ def _own_rows(op: str, datasets: Path, roles) -> pd.DataFrame | None:
     if "timer" in frame:
         frame = frame[frame["timer"].ne("ncu")]
     if "cache" in frame and frame["cache"].eq("cold").any():
-        frame = frame[frame["cache"].eq("cold")]            # cold L2 is the label; warm rows are a recorded variant
+        frame = frame[frame["cache"].eq("cold")]  # cold L2 is the label; warm rows are a recorded variant
     source = frame["source"].fillna("kernelcast") if "source" in frame else "kernelcast"
     return frame.assign(source=source)
 
@@ -88,14 +92,22 @@ def outside_path(op: str, outside: Path) -> Path:
 def _outside_rows(op: str, outside: Path) -> pd.DataFrame:
     path = outside_path(op, outside)
     if not path.exists():
-        raise ValueError(f"{path} is missing: import aiconfigurator-core's tables first with "
-                         f"`kernelcast import aiconfigurator --ops {op}` (pip extra 'outside'); "
-                         "`kernelcast train` and `evaluate` do it for you")
+        raise ValueError(
+            f"{path} is missing: import aiconfigurator-core's tables first with "
+            f"`kernelcast import aiconfigurator --ops {op}` (pip extra 'outside'); "
+            "`kernelcast train` and `evaluate` do it for you"
+        )
     return pd.read_parquet(path)
 
 
-def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: Path | None = None,
-              roles=("train",), report=sys.stderr) -> pd.DataFrame:
+def load_rows(
+    op: str,
+    sources=SOURCES,
+    datasets: Path | None = None,
+    outside: Path | None = None,
+    roles=("train",),
+    report=sys.stderr,
+) -> pd.DataFrame:
     """Rows of ``op`` with status ok, a positive latency and a valid description: description fields
     (canonical, as ``parse_desc`` gives them) + ``KEEP`` columns. Our rows come from the card's files of
     ``roles``; rows serving would reject are dropped and counted by reason on ``report``."""
@@ -111,11 +123,16 @@ def load_rows(op: str, sources=SOURCES, datasets: Path | None = None, outside: P
     if "aiconfigurator" in sources and "train" in roles:
         parts.append(_outside_rows(op, Path(outside or datasets / "outside")).assign(role="train"))
     if not parts:
-        raise ValueError(f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets} (roles {', '.join(roles)})")
+        raise ValueError(
+            f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets} (roles {', '.join(roles)})"
+        )
     columns = [c for c in op_fields(op)] + list(KEEP)
     frame = pd.concat([p.reindex(columns=columns) for p in parts], ignore_index=True)
-    status_ok = pd.concat([p["status"] if "status" in p else pd.Series("ok", index=p.index) for p in parts],
-                          ignore_index=True).eq("ok").to_numpy()
+    status_ok = (
+        pd.concat([p["status"] if "status" in p else pd.Series("ok", index=p.index) for p in parts], ignore_index=True)
+        .eq("ok")
+        .to_numpy()
+    )
     keep = status_ok & (frame["latency_us"].to_numpy(dtype=np.float64) > 0)
     return valid_rows(frame.loc[keep].reset_index(drop=True), op, report)
 
@@ -127,7 +144,9 @@ def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:
     if bad and report is not None:
         reasons = Counter(r.split(": ", 1)[-1].split("; got")[0] for r in bad.values())
         lines = "\n".join(f"  {n:>7,}  {reason}" for reason, n in reasons.most_common(8))
-        print(f"{op}: skipped {len(bad):,} of {len(frame):,} rows that are not valid descriptions:\n{lines}", file=report)
+        print(
+            f"{op}: skipped {len(bad):,} of {len(frame):,} rows that are not valid descriptions:\n{lines}", file=report
+        )
     pos, cols = by_op.get(op, (np.zeros(0, dtype=np.int64), {}))
     out = frame.iloc[pos].reset_index(drop=True)
     for name, values in cols.items():
@@ -143,8 +162,12 @@ def _canonical_columns(frame: pd.DataFrame, columns, op: str) -> pd.DataFrame:
     out = {}
     for c in columns:
         kind = getattr(fields.get(c), "python_type", None)
-        numeric = kind in (int, bool) if c in fields or c in ("gpu", "dtype", "backend", "config") else \
-            pd.api.types.infer_dtype(frame[c], skipna=True) in ("boolean", "integer", "floating", "mixed-integer-float")
+        numeric = (
+            kind in (int, bool)
+            if c in fields or c in ("gpu", "dtype", "backend", "config")
+            else pd.api.types.infer_dtype(frame[c], skipna=True)
+            in ("boolean", "integer", "floating", "mixed-integer-float")
+        )
         if numeric:
             out[c] = pd.to_numeric(frame[c].astype(object), errors="raise").astype(np.float64)
         else:

@@ -1,4 +1,5 @@
 """Error metrics (MAPE, median/p90 APE, Kendall τ, interval coverage) and grouped tables, learned beside analytical."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,14 @@ def metrics(measured, predicted, low=None, high=None) -> dict[str, float]:
     ape = np.abs(p / y - 1.0)
     tau = kendalltau(y, p).statistic if len(y) > 1 else float("nan")
     cover = float("nan") if low is None else float(np.mean((y >= np.asarray(low)) & (y <= np.asarray(high))))
-    return {"n": int(len(y)), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
-            "p90_ape": float(np.quantile(ape, 0.9)), "kendall_tau": float(tau), "coverage": cover}
+    return {
+        "n": int(len(y)),
+        "mape": float(ape.mean()),
+        "median_ape": float(np.median(ape)),
+        "p90_ape": float(np.quantile(ape, 0.9)),
+        "kendall_tau": float(tau),
+        "coverage": cover,
+    }
 
 
 def evaluation_table(rows: pd.DataFrame, groups=GROUPS) -> pd.DataFrame:
@@ -36,8 +43,9 @@ def evaluation_table(rows: pd.DataFrame, groups=GROUPS) -> pd.DataFrame:
         for value, part in parts:
             for model in MODELS:
                 lo, hi = ("low", "high") if model == "learned" else ("analytical_low", "analytical_high")
-                m = metrics(part["measured"], part[model], part[lo] if lo in part else None,
-                            part[hi] if hi in part else None)
+                m = metrics(
+                    part["measured"], part[model], part[lo] if lo in part else None, part[hi] if hi in part else None
+                )
                 out.append({"group_by": by, "group": str(value), "model": model, **m})
     return pd.DataFrame(out, columns=["group_by", "group", "model", *METRICS])
 
@@ -59,6 +67,14 @@ def side_by_side(table: pd.DataFrame, group_by: str = "gpu") -> pd.DataFrame:
     part = table[table["group_by"] == group_by]
     wide = part.pivot(index="group", columns="model", values=["n", "mape", "median_ape", "p90_ape", "coverage"])
     wide.columns = [f"{model}_{metric}" for metric, model in wide.columns]
-    keep = ["learned_n", "learned_mape", "analytical_mape", "learned_median_ape", "analytical_median_ape",
-            "learned_p90_ape", "analytical_p90_ape", "learned_coverage"]
+    keep = [
+        "learned_n",
+        "learned_mape",
+        "analytical_mape",
+        "learned_median_ape",
+        "analytical_median_ape",
+        "learned_p90_ape",
+        "analytical_p90_ape",
+        "learned_coverage",
+    ]
     return wide[keep].rename(columns={"learned_n": "n"}).astype({"n": int})

@@ -1,15 +1,17 @@
-"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj, <op>.forest.npz and the <op>.json manifest."""
+"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj, <op>.forest.npz and the
+<op>.json manifest."""
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, categories
 from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns
@@ -21,10 +23,14 @@ def coverage_of(frame: pd.DataFrame, op: str) -> dict[str, Any]:
     """What a model trained on ``frame`` covers: (gpu|backend|dtype) keys, GPUs, backends, sources, ranges."""
     keys = (frame["gpu"].astype(str) + "|" + frame["backend"].astype(str) + "|" + frame["dtype"].astype(str)).unique()
     ranges = {c: [float(frame[c].min()), float(frame[c].max())] for c in get_op(op).range_columns}
-    return {"covered": sorted(keys.tolist()), "gpus": sorted(frame["gpu"].astype(str).unique().tolist()),
-            "config_values": config_values_seen(frame),
-            "backends": sorted(frame["backend"].astype(str).unique().tolist()),
-            "sources": sorted(frame["source"].astype(str).unique().tolist()), "ranges": ranges}
+    return {
+        "covered": sorted(keys.tolist()),
+        "gpus": sorted(frame["gpu"].astype(str).unique().tolist()),
+        "config_values": config_values_seen(frame),
+        "backends": sorted(frame["backend"].astype(str).unique().tolist()),
+        "sources": sorted(frame["source"].astype(str).unique().tolist()),
+        "ranges": ranges,
+    }
 
 
 def config_values_seen(frame: pd.DataFrame) -> dict[str, list]:
@@ -36,25 +42,37 @@ def config_values_seen(frame: pd.DataFrame) -> dict[str, list]:
     return {k: sorted(v, key=str) for k, v in sorted(seen.items())}
 
 
-def build_manifest(model, op: str, train_frame: pd.DataFrame, fingerprint: str, metrics: Mapping[str, Any],
-                   git_rev: str) -> dict[str, Any]:
+def build_manifest(
+    model, op: str, train_frame: pd.DataFrame, fingerprint: str, metrics: Mapping[str, Any], git_rev: str
+) -> dict[str, Any]:
     from importlib.metadata import version
 
     import xgboost
 
     return {
-        "format": MANIFEST_FORMAT, "op": op, "feature_version": FEATURE_VERSION, "features": matrix_columns(op),
+        "format": MANIFEST_FORMAT,
+        "op": op,
+        "feature_version": FEATURE_VERSION,
+        "features": matrix_columns(op),
         "categories": {k: list(v) for k, v in categories(op).items()},
-        "target": "log(latency_us / scale_us)", "data_fingerprint": fingerprint, "n_train": model.n_train_,
+        "target": "log(latency_us / scale_us)",
+        "data_fingerprint": fingerprint,
+        "n_train": model.n_train_,
         **coverage_of(train_frame, op),
-        "conformal": {**model.conformal_, "quantiles": list(model.quantiles),
-                      "coverage_target": model.coverage, "n_calibration": model.n_calibration_,
-                      "calibration_coverage_raw": model.raw_calibration_coverage_,
-                      "calibration_coverage_calibrated": model.calibrated_calibration_coverage_},
-        "params": model.get_params(), "metrics": dict(metrics),
+        "conformal": {
+            **model.conformal_,
+            "quantiles": list(model.quantiles),
+            "coverage_target": model.coverage,
+            "n_calibration": model.n_calibration_,
+            "calibration_coverage_raw": model.raw_calibration_coverage_,
+            "calibration_coverage_calibrated": model.calibrated_calibration_coverage_,
+        },
+        "params": model.get_params(),
+        "metrics": dict(metrics),
         "frozen_split": {"rule": "bucket(shape_hash, salt) < percent", "salt": FROZEN_SALT, "percent": FROZEN_PERCENT},
         "versions": {"xgboost": xgboost.__version__, "kernelcast": version("kernelcast")},
-        "git_revision": git_rev, "trained_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_revision": git_rev,
+        "trained_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
@@ -78,7 +96,10 @@ def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | No
         os.replace(tmp, path)
         paths.append(path)
     paths.append(Forest.from_boosters(model.booster_, model.quantile_booster_).save(out_dir / f"{op}.forest.npz"))
-    manifest = {**manifest, "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()}}
+    manifest = {
+        **manifest,
+        "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()},
+    }
     path = out_dir / f"{op}.json"
     tmp = out_dir / f".{op}.{os.getpid()}.tmp.json"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n")

@@ -1,4 +1,5 @@
 """Evaluation figures (matplotlib, Agg): predicted vs measured per GPU, error CDF, feature importance, paired bars."""
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ def predicted_vs_measured(rows: pd.DataFrame, title: str):
     plt = _pyplot()
     gpus = sorted(rows["gpu"].astype(str).unique())
     cols = min(3, len(gpus))
-    fig, axes = plt.subplots(math.ceil(len(gpus) / cols), cols, figsize=(4.2 * cols, 4 * math.ceil(len(gpus) / cols)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        math.ceil(len(gpus) / cols), cols, figsize=(4.2 * cols, 4 * math.ceil(len(gpus) / cols)), squeeze=False
+    )
     for ax, gpu in zip(axes.flat, gpus):
         part = rows[rows["gpu"].astype(str) == gpu]
         part = part.sample(min(len(part), MAX_POINTS), random_state=0)
@@ -35,7 +37,7 @@ def predicted_vs_measured(rows: pd.DataFrame, title: str):
         ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
         ax.set(xscale="log", yscale="log", title=gpu, xlabel="measured (µs)", ylabel="predicted (µs)")
         ax.legend(loc="upper left", fontsize=7)
-    for ax in list(axes.flat)[len(gpus):]:
+    for ax in list(axes.flat)[len(gpus) :]:
         ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
@@ -82,4 +84,3 @@ def paired_bars(labels: list[str], series: dict[str, dict[str, list[float]]], ti
         ax.legend()
     fig.tight_layout()
     return fig
-

@@ -1,4 +1,5 @@
 """Training and evaluation runs: rows -> features -> folds -> LatencyRegressor -> tables, MLflow, shipped model."""
+
 from __future__ import annotations
 
 import sys
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, build_features
@@ -25,18 +25,18 @@ class RunConfig:
     """What one train/evaluate run uses."""
 
     op: str
-    sources: tuple[str, ...] = data.SOURCES     # row sources: our datasets and/or the aiconfigurator import
-    dtype: str | None = None                    # keep only this dtype (e.g. the bf16 GEMM LOGO benchmark)
-    backend: str | None = None                  # keep only this backend
-    max_train_rows: int = 200_000               # outside rows per fold, drawn per (gpu, backend, source); ours all kept
-    max_test_rows: int = 150_000                # per fold, evaluation rows (a seeded sample when more)
+    sources: tuple[str, ...] = data.SOURCES  # row sources: our datasets and/or the aiconfigurator import
+    dtype: str | None = None  # keep only this dtype (e.g. the bf16 GEMM LOGO benchmark)
+    backend: str | None = None  # keep only this backend
+    max_train_rows: int = 200_000  # outside rows per fold, drawn per (gpu, backend, source); ours all kept
+    max_test_rows: int = 150_000  # per fold, evaluation rows (a seeded sample when more)
     params: dict = field(default_factory=dict)  # LatencyRegressor overrides
-    balance_sources: bool = True                # weight rows so each source carries the same total weight
-    datasets: Path | None = None                # default <repo>/datasets
-    outside: Path | None = None                 # default <datasets>/outside
-    log_mlflow: bool = True                     # log the run (and register the model when training)
-    model_dir: Path | None = None               # where a new champion is exported (default predictors/models)
-    force_promote: bool = False                 # move `champion` even without a lower MAPE (a serving-speed change)
+    balance_sources: bool = True  # weight rows so each source carries the same total weight
+    datasets: Path | None = None  # default <repo>/datasets
+    outside: Path | None = None  # default <datasets>/outside
+    log_mlflow: bool = True  # log the run (and register the model when training)
+    model_dir: Path | None = None  # where a new champion is exported (default predictors/models)
+    force_promote: bool = False  # move `champion` even without a lower MAPE (a serving-speed change)
 
 
 def load(cfg: RunConfig, roles=("train",)) -> pd.DataFrame:
@@ -69,35 +69,53 @@ def source_weights(sources: np.ndarray) -> np.ndarray:
     return (len(sources) / (len(names) * counts))[inverse]
 
 
-def fit_fold(cfg: RunConfig, frame: pd.DataFrame, hashes: np.ndarray,
-             split: Split) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
+def fit_fold(
+    cfg: RunConfig, frame: pd.DataFrame, hashes: np.ndarray, split: Split
+) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
     """Train on the fold's train side (subsampled), predict its test side.
 
     Returns the model, the test rows (measured, learned, interval, analytical), the train index, the test features.
     """
-    train = data.subsample(frame[split.train].assign(_i=np.flatnonzero(split.train)), cfg.max_train_rows)["_i"].to_numpy()
+    train = data.subsample(frame[split.train].assign(_i=np.flatnonzero(split.train)), cfg.max_train_rows)[
+        "_i"
+    ].to_numpy()
     latency = frame["latency_us"].to_numpy()
     weight = source_weights(frame["source"].to_numpy()[train]) if cfg.balance_sources else None
     params = {**get_op(cfg.op).train_params, **cfg.params}
-    model = LatencyRegressor(cfg.op, **params).fit(build_features(frame.iloc[train], cfg.op), latency[train],
-                                                       hashes[train], weight)
+    model = LatencyRegressor(cfg.op, **params).fit(
+        build_features(frame.iloc[train], cfg.op), latency[train], hashes[train], weight
+    )
     test = _sample(split.test, cfg.max_test_rows, seed=1)
     f_test = build_features(frame.iloc[test], cfg.op)
     p50, low, high = model.predict_interval(f_test)
     _, raw_low, raw_high = model.predict_interval(f_test, calibrated=False)
     ana = predict_frame(frame.iloc[test][[c for c in op_fields(cfg.op) if c in frame]], cfg.op)
-    rows = frame.iloc[test][["op", "gpu", "dtype", "backend", "source"]].reset_index(drop=True).assign(
-        measured=latency[test], learned=p50, low=low, high=high, raw_low=raw_low, raw_high=raw_high,
-        analytical=ana["latency_us"].to_numpy(), analytical_low=ana["low_us"].to_numpy(),
-        analytical_high=ana["high_us"].to_numpy(), fold=split.fold)
+    rows = (
+        frame.iloc[test][["op", "gpu", "dtype", "backend", "source"]]
+        .reset_index(drop=True)
+        .assign(
+            measured=latency[test],
+            learned=p50,
+            low=low,
+            high=high,
+            raw_low=raw_low,
+            raw_high=raw_high,
+            analytical=ana["latency_us"].to_numpy(),
+            analytical_low=ana["low_us"].to_numpy(),
+            analytical_high=ana["high_us"].to_numpy(),
+            fold=split.fold,
+        )
+    )
     return model, rows, train, f_test
 
 
 def coverage_summary(rows: pd.DataFrame) -> dict[str, float]:
     """Held-out coverage of the 80% interval before (raw quantiles) and after conformal calibration."""
     y = rows["measured"]
-    return {"coverage_raw": float(((y >= rows["raw_low"]) & (y <= rows["raw_high"])).mean()),
-            "coverage_calibrated": float(((y >= rows["low"]) & (y <= rows["high"])).mean())}
+    return {
+        "coverage_raw": float(((y >= rows["raw_low"]) & (y <= rows["raw_high"])).mean()),
+        "coverage_calibrated": float(((y >= rows["low"]) & (y <= rows["high"])).mean()),
+    }
 
 
 def _progress(items, desc: str):
@@ -108,18 +126,29 @@ def _progress(items, desc: str):
 
 def _params(cfg: RunConfig, frame: pd.DataFrame, fingerprint: str, split: str) -> dict:
     model = LatencyRegressor(cfg.op, **{**get_op(cfg.op).train_params, **cfg.params})
-    return {"op": cfg.op, "split": split, "features": ",".join(build_features(frame.head(1), cfg.op).columns),
-            "feature_version": FEATURE_VERSION, "data_fingerprint": fingerprint, "rows": len(frame),
-            "gpus": ",".join(sorted(frame["gpu"].unique())), "sources": ",".join(sorted(frame["source"].unique())),
-            "backends": ",".join(sorted(frame["backend"].unique())), "dtype_filter": cfg.dtype,
-            "backend_filter": cfg.backend, "max_train_rows": cfg.max_train_rows,
-            "frozen_split": f"bucket(shape_hash,{FROZEN_SALT:#x})<{FROZEN_PERCENT}",
-            **{f"xgb.{k}": v for k, v in model.get_params().items()}}
+    return {
+        "op": cfg.op,
+        "split": split,
+        "features": ",".join(build_features(frame.head(1), cfg.op).columns),
+        "feature_version": FEATURE_VERSION,
+        "data_fingerprint": fingerprint,
+        "rows": len(frame),
+        "gpus": ",".join(sorted(frame["gpu"].unique())),
+        "sources": ",".join(sorted(frame["source"].unique())),
+        "backends": ",".join(sorted(frame["backend"].unique())),
+        "dtype_filter": cfg.dtype,
+        "backend_filter": cfg.backend,
+        "max_train_rows": cfg.max_train_rows,
+        "frozen_split": f"bucket(shape_hash,{FROZEN_SALT:#x})<{FROZEN_PERCENT}",
+        **{f"xgb.{k}": v for k, v in model.get_params().items()},
+    }
 
 
 def _figures(rows: pd.DataFrame, title: str, importance: pd.Series | None) -> dict:
-    figs = {"pred_vs_measured.png": plots.predicted_vs_measured(rows, title),
-            "error_cdf.png": plots.error_cdf(rows, title)}
+    figs = {
+        "pred_vs_measured.png": plots.predicted_vs_measured(rows, title),
+        "error_cdf.png": plots.error_cdf(rows, title),
+    }
     if importance is not None:
         figs["feature_importance.png"] = plots.feature_importance(importance, title)
     return figs
@@ -144,15 +173,27 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
     by_fold = evaluate.evaluation_table(rows, groups=("fold",))
     table = evaluate.evaluation_table(rows)
     fingerprint = data.fingerprint(frame, cfg.op)
-    result = {"op": cfg.op, "split": split, "rows": len(frame), "folds": [f.fold for f in folds],
-              "data_fingerprint": fingerprint, "coverage": coverage_summary(rows), "seconds": round(time.time() - start, 1),
-              "by_fold": by_fold.to_dict("records"), "table": table.to_dict("records")}
+    result = {
+        "op": cfg.op,
+        "split": split,
+        "rows": len(frame),
+        "folds": [f.fold for f in folds],
+        "data_fingerprint": fingerprint,
+        "coverage": coverage_summary(rows),
+        "seconds": round(time.time() - start, 1),
+        "by_fold": by_fold.to_dict("records"),
+        "table": table.to_dict("records"),
+    }
     if cfg.log_mlflow:
         run_id, _ = tracking.log_run(
-            cfg.op, f"evaluate-{split}", _params(cfg, frame, fingerprint, split),
+            cfg.op,
+            f"evaluate-{split}",
+            _params(cfg, frame, fingerprint, split),
             {"kind": "evaluate", "split": split, "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
-            metrics, _figures(rows, f"{cfg.op} {split}", None),
-            {"evaluation_table.json": table, "by_fold.json": by_fold})
+            metrics,
+            _figures(rows, f"{cfg.op} {split}", None),
+            {"evaluation_table.json": table, "by_fold.json": by_fold},
+        )
         result["run_id"] = run_id
     return result
 
@@ -165,7 +206,7 @@ def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float 
         folder = tracking.champion_files(op, Path(tmp))
         try:
             model = load_model(op, folder) if folder is not None else None
-        except ValueError:                    # features changed since: the champion cannot score these rows
+        except ValueError:  # features changed since: the champion cannot score these rows
             return None
         if model is None:
             return None
@@ -173,18 +214,24 @@ def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float 
     return evaluate.metrics(rows["measured"], p50)["mape"]
 
 
-def _log_and_promote(cfg: RunConfig, model, manifest, train_frame, fingerprint, rows, test_features, table,
-                     metrics) -> dict:
+def _log_and_promote(
+    cfg: RunConfig, model, manifest, train_frame, fingerprint, rows, test_features, table, metrics
+) -> dict:
     """Log the run with its model; move ``champion`` when it beats the champion on the same test rows."""
     old = champion_mape(cfg.op, rows, test_features)
     with tempfile.TemporaryDirectory() as tmp:
         export_model(model, manifest, cfg.op, Path(tmp))
         run_id, version = tracking.log_run(
-            cfg.op, "train", _params(cfg, train_frame, fingerprint, "random"),
+            cfg.op,
+            "train",
+            _params(cfg, train_frame, fingerprint, "random"),
             {"kind": "train", "split": "random", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
             {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
             _figures(rows, f"{cfg.op} frozen split", model.feature_importance()),
-            {"evaluation_table.json": table}, {"shipped": Path(tmp)}, booster=model.booster_)
+            {"evaluation_table.json": table},
+            {"shipped": Path(tmp)},
+            booster=model.booster_,
+        )
     better = old is None or metrics["random.learned.mape"] < old
     promoted = better or cfg.force_promote
     if promoted:
@@ -204,16 +251,27 @@ def train(cfg: RunConfig) -> dict:
     train_frame = frame.iloc[train_idx]
     fingerprint = data.fingerprint(train_frame, cfg.op)
     table = evaluate.evaluation_table(rows)
-    metrics = {**evaluate.flat_metrics(table, "random"),
-               **{f"random.{k}": v for k, v in coverage_summary(rows).items()}}
+    metrics = {
+        **evaluate.flat_metrics(table, "random"),
+        **{f"random.{k}": v for k, v in coverage_summary(rows).items()},
+    }
     summary = {k: v for k, v in metrics.items() if k.count(".") <= 2}
     manifest = build_manifest(model, cfg.op, train_frame, fingerprint, summary, tracking.git_revision())
-    result = {"op": cfg.op, "rows": len(frame), "n_train": model.n_train_, "data_fingerprint": fingerprint,
-              "coverage": coverage_summary(rows), "conformal_offset": model.conformal_offset_,
-              "table": table.to_dict("records"), "exported": [], "champion": None}
+    result = {
+        "op": cfg.op,
+        "rows": len(frame),
+        "n_train": model.n_train_,
+        "data_fingerprint": fingerprint,
+        "coverage": coverage_summary(rows),
+        "conformal_offset": model.conformal_offset_,
+        "table": table.to_dict("records"),
+        "exported": [],
+        "champion": None,
+    }
     if cfg.log_mlflow:
-        result.update(_log_and_promote(cfg, model, manifest, train_frame, fingerprint, rows, test_features, table,
-                                       metrics))
+        result.update(
+            _log_and_promote(cfg, model, manifest, train_frame, fingerprint, rows, test_features, table, metrics)
+        )
     if result["champion"] or not cfg.log_mlflow:
         result["exported"] = [str(p) for p in export_model(model, manifest, cfg.op, cfg.model_dir)]
     result["seconds"] = round(time.time() - start, 1)

@@ -1,5 +1,6 @@
 """Evaluation splits: frozen random-by-shape, extrapolation (largest sizes), leave-one-GPU-out, leave-one-model-out,
 and the independent test set (the card's ``test`` files: other seeds and distributions, never trained on)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ import pandas as pd
 SPLITS = ("random", "extrapolation", "logo", "lomo", "independent")
 #: the frozen evaluation split: a shape is held out when bucket(shape_hash, FROZEN_SALT) < FROZEN_PERCENT.
 #: It never changes (the champion alias only moves on it), so neither may these two numbers.
-FROZEN_SALT = 0x6B63_6576_616C_7631      # "kcevalv1"
+FROZEN_SALT = 0x6B63_6576_616C_7631  # "kcevalv1"
 FROZEN_PERCENT = 20
 #: extrapolation: per GPU, rows above this quantile of the size measure are held out
 EXTRAPOLATION_QUANTILE = 0.9

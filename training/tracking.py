@@ -1,12 +1,14 @@
 """MLflow: tracking URI, one experiment per op family, run logging, the registered model and its champion alias."""
+
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kernelcast.training.data import REPO
 
@@ -48,7 +50,7 @@ def setup() -> Any:
     mlflow.set_tracking_uri(uri)
     with store_lock(uri):
         client = mlflow.MlflowClient()
-        client.search_experiments(max_results=1)         # a fresh sqlite store is created here, once
+        client.search_experiments(max_results=1)  # a fresh sqlite store is created here, once
     return client
 
 
@@ -70,19 +72,28 @@ def experiment_id(op: str) -> str:
 
 def git_revision() -> str:
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def log_run(op: str, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
-            metrics: Mapping[str, float], figures: Mapping[str, Any], tables: Mapping[str, Any],
-            files: Mapping[str, Path] = (), booster: Any = None) -> tuple[str, str | None]:
+def log_run(
+    op: str,
+    run_name: str,
+    params: Mapping[str, Any],
+    tags: Mapping[str, str],
+    metrics: Mapping[str, float],
+    figures: Mapping[str, Any],
+    tables: Mapping[str, Any],
+    files: Mapping[str, Path] = (),
+    booster: Any = None,
+) -> tuple[str, str | None]:
     """One MLflow run: params, tags, metrics, figures, tables, files (artifact dir -> local path) and,
     when a booster is given, the model registered as ``kernelcast-<op>``; returns (run_id, model version)."""
-    import mlflow
     import matplotlib.pyplot as plt
+    import mlflow
 
     version = None
     with mlflow.start_run(experiment_id=experiment_id(op), run_name=run_name) as run:
@@ -90,7 +101,7 @@ def log_run(op: str, run_name: str, params: Mapping[str, Any], tags: Mapping[str
         mlflow.log_params({k: str(v)[:6000] for k, v in params.items()})
         items = list(metrics.items())
         for i in range(0, len(items), 900):
-            mlflow.log_metrics(dict(items[i:i + 900]))
+            mlflow.log_metrics(dict(items[i : i + 900]))
         for name, fig in figures.items():
             mlflow.log_figure(fig, name)
             plt.close(fig)
@@ -131,5 +142,6 @@ def search(ops) -> Any:
 
     setup()
     names = [experiment_name(op) for op in ops]
-    return mlflow.search_runs(experiment_names=names, filter_string="attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"])
+    return mlflow.search_runs(
+        experiment_names=names, filter_string="attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
+    )

@@ -1,9 +1,9 @@
 """XGBoost latency model (scikit-learn contract): log-efficiency regressor + conformalised p10/p90 quantiles."""
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from kernelcast.features.vector import TARGET_COLUMNS, categories, feature_names
 from kernelcast.predictors.learned import feature_matrix, matrix_columns, row_offsets, source_codes, to_latency
 from kernelcast.training.splits import bucket
@@ -11,7 +11,7 @@ from kernelcast.training.splits import bucket
 #: a source gets its own conformal offset (Mondrian calibration) from this many calibration rows on
 MIN_SOURCE_CALIBRATION = 100
 #: salt of the calibration split drawn inside the training rows (by shape, like the frozen split)
-CALIBRATION_SALT = 0x6B63_6361_6C69_6231   # "kccalib1"
+CALIBRATION_SALT = 0x6B63_6361_6C69_6231  # "kccalib1"
 
 
 def conformal_offset(scores: np.ndarray, coverage: float) -> float:
@@ -31,34 +31,58 @@ class LatencyRegressor:
     slice so the interval reaches ``coverage``.
     """
 
-    def __init__(self, op: str, n_estimators: int = 300, max_depth: int = 8, learning_rate: float = 0.1,
-                 subsample: float = 0.8, colsample_bytree: float = 0.8, min_child_weight: float = 1.0,
-                 max_bin: int = 256, quantile_estimators: int = 40, quantile_depth: int = 5, quantiles: tuple = (0.1, 0.9),
-                 coverage: float = 0.8, calibration_percent: int = 20, n_jobs: int = 2, random_state: int = 0):
-        self.op = op                                  # op family: fixes the feature columns
-        self.n_estimators = n_estimators              # boosting rounds of the point model
-        self.max_depth = max_depth                    # tree depth (interactions of size × GPU × dtype)
-        self.learning_rate = learning_rate            # shrinkage per round
-        self.subsample = subsample                    # row fraction per tree
-        self.colsample_bytree = colsample_bytree      # feature fraction per tree
-        self.min_child_weight = min_child_weight      # smallest hessian sum in a leaf
-        self.max_bin = max_bin                        # histogram bins per feature
-        self.quantile_estimators = quantile_estimators  # boosting rounds of the quantile model (conformal fixes its bias)
-        self.quantile_depth = quantile_depth          # tree depth of the quantile model (small: fast to serve)
-        self.quantiles = quantiles                    # (low, high) quantile levels before calibration
-        self.coverage = coverage                      # interval coverage the conformal offset targets
+    def __init__(
+        self,
+        op: str,
+        n_estimators: int = 300,
+        max_depth: int = 8,
+        learning_rate: float = 0.1,
+        subsample: float = 0.8,
+        colsample_bytree: float = 0.8,
+        min_child_weight: float = 1.0,
+        max_bin: int = 256,
+        quantile_estimators: int = 40,
+        quantile_depth: int = 5,
+        quantiles: tuple = (0.1, 0.9),
+        coverage: float = 0.8,
+        calibration_percent: int = 20,
+        n_jobs: int = 2,
+        random_state: int = 0,
+    ):
+        self.op = op  # op family: fixes the feature columns
+        self.n_estimators = n_estimators  # boosting rounds of the point model
+        self.max_depth = max_depth  # tree depth (interactions of size × GPU × dtype)
+        self.learning_rate = learning_rate  # shrinkage per round
+        self.subsample = subsample  # row fraction per tree
+        self.colsample_bytree = colsample_bytree  # feature fraction per tree
+        self.min_child_weight = min_child_weight  # smallest hessian sum in a leaf
+        self.max_bin = max_bin  # histogram bins per feature
+        self.quantile_estimators = (
+            quantile_estimators  # boosting rounds of the quantile model (conformal fixes its bias)
+        )
+        self.quantile_depth = quantile_depth  # tree depth of the quantile model (small: fast to serve)
+        self.quantiles = quantiles  # (low, high) quantile levels before calibration
+        self.coverage = coverage  # interval coverage the conformal offset targets
         self.calibration_percent = calibration_percent  # % of shapes held out of the quantile fit for calibration
-        self.n_jobs = n_jobs                          # CPU threads
-        self.random_state = random_state              # seed of row/column subsampling
+        self.n_jobs = n_jobs  # CPU threads
+        self.random_state = random_state  # seed of row/column subsampling
 
     def get_params(self, deep: bool = True) -> dict:
         return {k: v for k, v in vars(self).items() if not k.endswith("_")}
 
     def _params(self, **extra) -> dict:
-        return {"tree_method": "hist", "max_depth": self.max_depth, "eta": self.learning_rate,
-                "subsample": self.subsample, "colsample_bytree": self.colsample_bytree,
-                "min_child_weight": self.min_child_weight, "max_bin": self.max_bin, "nthread": self.n_jobs,
-                "seed": self.random_state, **extra}
+        return {
+            "tree_method": "hist",
+            "max_depth": self.max_depth,
+            "eta": self.learning_rate,
+            "subsample": self.subsample,
+            "colsample_bytree": self.colsample_bytree,
+            "min_child_weight": self.min_child_weight,
+            "max_bin": self.max_bin,
+            "nthread": self.n_jobs,
+            "seed": self.random_state,
+            **extra,
+        }
 
     def _dmatrix(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None):
         import xgboost as xgb
@@ -72,13 +96,15 @@ class LatencyRegressor:
         y = np.asarray(latency_us, dtype=np.float64)
         scale = features["scale_us"].to_numpy(dtype=np.float64)
         if len(y) != len(features) or not (np.isfinite(y) & (y > 0)).all():
-            raise ValueError(f"latency_us must be {len(features)} positive finite values; got {len(y)} "
-                             f"with {int((~(np.isfinite(y) & (y > 0))).sum())} bad")
+            raise ValueError(
+                f"latency_us must be {len(features)} positive finite values; got {len(y)} "
+                f"with {int((~(np.isfinite(y) & (y > 0))).sum())} bad"
+            )
         if not (np.isfinite(scale) & (scale > 0)).all():
             raise ValueError("features['scale_us'] must be positive and finite on every row")
         return feature_matrix(features, self.op), np.log(y / scale)
 
-    def fit(self, features: pd.DataFrame, latency_us, shape_hashes=None, sample_weight=None) -> "LatencyRegressor":
+    def fit(self, features: pd.DataFrame, latency_us, shape_hashes=None, sample_weight=None) -> LatencyRegressor:
         """Fit on ``build_features`` rows and measured latency; ``shape_hashes`` pick the calibration slice."""
         import xgboost as xgb
 
@@ -86,22 +112,28 @@ class LatencyRegressor:
         hashes = np.arange(len(x), dtype=np.uint64) if shape_hashes is None else np.asarray(shape_hashes)
         calib = bucket(hashes, CALIBRATION_SALT) < self.calibration_percent
         if calib.all() or not calib.any():
-            raise ValueError(f"calibration needs shapes on both sides; {len(x)} rows, "
-                             f"{int(calib.sum())} in calibration")
+            raise ValueError(
+                f"calibration needs shapes on both sides; {len(x)} rows, {int(calib.sum())} in calibration"
+            )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self.booster_ = xgb.train(self._params(objective="reg:squarederror"), self._dmatrix(x, target, w),
-                                  self.n_estimators)
-        qparams = self._params(objective="reg:quantileerror", quantile_alpha=list(self.quantiles),
-                               max_depth=self.quantile_depth)
+        self.booster_ = xgb.train(
+            self._params(objective="reg:squarederror"), self._dmatrix(x, target, w), self.n_estimators
+        )
+        qparams = self._params(
+            objective="reg:quantileerror", quantile_alpha=list(self.quantiles), max_depth=self.quantile_depth
+        )
         w_fit = None if w is None else w[~calib]
-        self.quantile_booster_ = xgb.train(qparams, self._dmatrix(x[~calib], target[~calib], w_fit),
-                                           self.quantile_estimators)
+        self.quantile_booster_ = xgb.train(
+            qparams, self._dmatrix(x[~calib], target[~calib], w_fit), self.quantile_estimators
+        )
         q = self._quantiles(x[calib])
         scores = np.maximum(q[:, 0] - target[calib], target[calib] - q[:, -1])
         self.conformal_ = self._calibrate(x[calib], scores)
         self.conformal_offset_ = self.conformal_["offset"]
         self.raw_calibration_coverage_ = float(np.mean(scores <= 0))
-        self.calibrated_calibration_coverage_ = float(np.mean(scores <= row_offsets(x[calib], self.op, self.conformal_)))
+        self.calibrated_calibration_coverage_ = float(
+            np.mean(scores <= row_offsets(x[calib], self.op, self.conformal_))
+        )
         self.n_train_, self.n_calibration_ = int(len(x)), int(calib.sum())
         return self
 
@@ -137,4 +169,8 @@ class LatencyRegressor:
         """Total gain per feature, largest first."""
         self._check_fitted()
         gain = self.booster_.get_score(importance_type="total_gain")
-        return pd.Series(gain, dtype=np.float64).reindex(matrix_columns(self.op), fill_value=0.0).sort_values(ascending=False)
+        return (
+            pd.Series(gain, dtype=np.float64)
+            .reindex(matrix_columns(self.op), fill_value=0.0)
+            .sort_values(ascending=False)
+        )

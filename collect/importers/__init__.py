@@ -1,4 +1,5 @@
 """Importers of outside measured data into kernelcast's row schema, and their CLI (`kernelcast import`)."""
+
 from __future__ import annotations
 
 import argparse

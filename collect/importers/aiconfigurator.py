@@ -20,6 +20,7 @@ measurement, and is skipped; systems missing from kernelcast's GPU spec database
 The same description measured by several kernel_sources in one table (e.g. vLLM fp8_block DeepGEMM,
 FlashInfer, CUTLASS) keeps the fastest, as a framework's dispatcher would; the others are counted.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -34,24 +35,32 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import ROW_ID_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, row_schema, write_atomic
 from kernelcast.features.desc import op_fields, row_keys
-from kernelcast.features.validate import validate_frame
 from kernelcast.features.fields import DTYPE_BYTES
 from kernelcast.features.gpu import resolve_gpu_name
+from kernelcast.features.validate import validate_frame
 
 SOURCE = "aiconfigurator"
-TABLE_OPS = {"gemm_perf": "gemm", "context_attention_perf": "attention",
-             "generation_attention_perf": "attention", "moe_perf": "moe", "nccl_perf": "collective"}
+TABLE_OPS = {
+    "gemm_perf": "gemm",
+    "context_attention_perf": "attention",
+    "generation_attention_perf": "attention",
+    "moe_perf": "moe",
+    "nccl_perf": "collective",
+}
 EXTRA_COLUMNS = ("kernel_source", "framework_version")
 GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8_e4m3", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 ATTN_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8_e4m3"}
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 NCCL_DTYPES = {"half": "fp16", "int8": "int8"}
-COLLECTIVE_NAMES = {"all_gather": "all_gather", "all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter",
-                    "alltoall": "all_to_all"}
+COLLECTIVE_NAMES = {
+    "all_gather": "all_gather",
+    "all_reduce": "all_reduce",
+    "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+}
 
 
 @dataclass(frozen=True)
@@ -84,8 +93,9 @@ def data_root() -> Path:
     """``aiconfigurator_core/systems/data`` of the installed package (not imported: only located)."""
     spec = importlib.util.find_spec("aiconfigurator_core")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("aiconfigurator-core is not installed: pip install 'kernelcast[outside]' "
-                          "(aiconfigurator-core==0.12.0)")
+        raise ImportError(
+            "aiconfigurator-core is not installed: pip install 'kernelcast[outside]' (aiconfigurator-core==0.12.0)"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
 
 
@@ -102,8 +112,18 @@ def discover(root: Path) -> list[TableFile]:
         system, family, framework, version = path.parts[-5:-1]
         meta = re.search(r"^provenance:\s*(\w+)", _text(path.parent / "collection_meta.yaml"), re.M)
         reused = re.findall(r"^\s*-\s*table:\s*(\S+)", _text(path.parent / "reuse.yaml"), re.M)
-        out.append(TableFile(system, family, framework, version, path.stem, path,
-                             meta.group(1) if meta else None, path.stem in reused))
+        out.append(
+            TableFile(
+                system,
+                family,
+                framework,
+                version,
+                path.stem,
+                path,
+                meta.group(1) if meta else None,
+                path.stem in reused,
+            )
+        )
     return out
 
 
@@ -164,14 +184,24 @@ def _attention(raw: pd.DataFrame, f: TableFile, skips: Counter) -> pd.DataFrame:
     raw = _drop(raw, window.to_numpy() > 0, "sliding-window attention (no window field)", skips)
     raw = _drop(raw, raw["beam_width"] != 1, "beam_width != 1", skips)
     kv = raw["kv_cache_dtype"].map(ATTN_DTYPES)
-    raw = _drop(raw, (raw["attn_dtype"].map(ATTN_DTYPES) != kv).fillna(True),
-                "attention and KV-cache dtypes differ (or unmapped)", skips)
+    raw = _drop(
+        raw,
+        (raw["attn_dtype"].map(ATTN_DTYPES) != kv).fillna(True),
+        "attention and KV-cache dtypes differ (or unmapped)",
+        skips,
+    )
     raw = _map_dtype(raw, "kv_cache_dtype", ATTN_DTYPES, skips)
     decode = f.table == "generation_attention_perf"
     if not decode:
         raw = _drop(raw, raw["step"] != 0, "context attention with step != 0", skips)
-    return raw.assign(batch=raw["batch_size"], heads_q=raw["num_heads"], heads_kv=raw["num_key_value_heads"],
-                      seq_q=raw["isl"], seq_kv=raw["isl"] + (raw["step"] if decode else 0), causal=not decode)
+    return raw.assign(
+        batch=raw["batch_size"],
+        heads_q=raw["num_heads"],
+        heads_kv=raw["num_key_value_heads"],
+        seq_q=raw["isl"],
+        seq_kv=raw["isl"] + (raw["step"] if decode else 0),
+        causal=not decode,
+    )
 
 
 def _moe(raw: pd.DataFrame, f: TableFile, skips: Counter) -> pd.DataFrame:
@@ -179,8 +209,14 @@ def _moe(raw: pd.DataFrame, f: TableFile, skips: Counter) -> pd.DataFrame:
     raw = _drop(raw, raw["inter_size"] % raw["moe_tp_size"] != 0, "inter_size not divisible by moe_tp_size", skips)
     raw = _map_dtype(raw, "moe_dtype", MOE_DTYPES, skips)
     gated = ~raw["kernel_source"].str.contains("nongated", regex=False).fillna(False).astype(bool)
-    return raw.assign(tokens=raw["num_tokens"], hidden=raw["hidden_size"], ffn=raw["inter_size"] // raw["moe_tp_size"],
-                      experts=raw["num_experts"], top_k=raw["topk"], gated=gated)
+    return raw.assign(
+        tokens=raw["num_tokens"],
+        hidden=raw["hidden_size"],
+        ffn=raw["inter_size"] // raw["moe_tp_size"],
+        experts=raw["num_experts"],
+        top_k=raw["topk"],
+        gated=gated,
+    )
 
 
 def _collective(raw: pd.DataFrame, f: TableFile, skips: Counter) -> pd.DataFrame:
@@ -188,8 +224,13 @@ def _collective(raw: pd.DataFrame, f: TableFile, skips: Counter) -> pd.DataFrame
     raw = raw.assign(collective=raw["op_name"].map(COLLECTIVE_NAMES))
     raw = _drop(raw, raw["collective"].isna(), "collective not in kernelcast's list", skips)
     elem = raw["dtype"].map(DTYPE_BYTES).astype(np.int64)
-    return raw.assign(bytes=raw["message_size"] * elem, ranks=raw["num_gpus"], ranks_per_node=raw["num_gpus"],
-                      in_place=False, backend="nccl")
+    return raw.assign(
+        bytes=raw["message_size"] * elem,
+        ranks=raw["num_gpus"],
+        ranks_per_node=raw["num_gpus"],
+        in_place=False,
+        backend="nccl",
+    )
 
 
 _MAPPERS = {"gemm": _gemm, "attention": _attention, "moe": _moe, "collective": _collective}
@@ -207,19 +248,23 @@ def map_table(f: TableFile, skips: Counter) -> pd.DataFrame:
     if "backend" not in out:
         out = out.assign(backend=f.framework)
     device = out["device"] if "device" in out else None
-    return pd.DataFrame({
-        **{name: out[name].to_numpy() for name in _desc_fields(f.op)},
-        "gpu": _gpu(f.system), "latency_us": out["latency"].to_numpy() * 1000.0,
-        "kernel_source": out["kernel_source"].to_numpy(), "framework_version": f.version,
-        "gpu_name": None if device is None else device.to_numpy(),
-        "nccl": f.version if f.op == "collective" else None,
-        "timer": "nccl-tests" if f.op == "collective" else "cuda_graph",
-        "method": f"aiconfigurator-core {f.where}.parquet ({f.provenance or 'no provenance'})",
-    })
+    return pd.DataFrame(
+        {
+            **{name: out[name].to_numpy() for name in _desc_fields(f.op)},
+            "gpu": _gpu(f.system),
+            "latency_us": out["latency"].to_numpy() * 1000.0,
+            "kernel_source": out["kernel_source"].to_numpy(),
+            "framework_version": f.version,
+            "gpu_name": None if device is None else device.to_numpy(),
+            "nccl": f.version if f.op == "collective" else None,
+            "timer": "nccl-tests" if f.op == "collective" else "cuda_graph",
+            "method": f"aiconfigurator-core {f.where}.parquet ({f.provenance or 'no provenance'})",
+        }
+    )
 
 
 def _check_shapes(frame: pd.DataFrame, op: str, skips: Counter) -> pd.DataFrame:
-    """Validate each unique (gpu, shape) as serving does (column-wise); attach ``desc_key``; invalid rows are counted."""
+    """Validate each unique (gpu, shape) as serving does (column-wise); attach ``desc_key``; count invalid rows."""
     fields = ["gpu"] + _desc_fields(op)
     uniq = frame[fields].drop_duplicates().reset_index(drop=True)
     by_op, bad = validate_frame(uniq.assign(op=op), strict=False)
@@ -241,11 +286,31 @@ def _finish(frame: pd.DataFrame, op: str, skips: Counter) -> pd.DataFrame:
     frame = frame.sort_values(["desc_key", "latency_us"], kind="stable")
     dup = frame.duplicated("desc_key").to_numpy()
     frame = _drop(frame, dup, "same description, slower kernel_source (fastest kept)", skips)
-    fill = {"op": op, "config": None, "p10_us": np.nan, "p90_us": np.nan, "repeats": pd.NA, "kernel_count": pd.NA,
-            "kernel_names": None, "cache": "warm", "sm_clock_hz": np.nan, "status": "ok", "error": None,
-            "source": SOURCE, "driver": None, "cuda": None, "torch": None, "triton": None,
-            "collector_version": f"aiconfigurator-core=={package_version()}", "git_rev": None, "host": None,
-            "time": None, "plan_index": pd.NA, "repeat_of": pd.NA, "model": None}
+    fill = {
+        "op": op,
+        "config": None,
+        "p10_us": np.nan,
+        "p90_us": np.nan,
+        "repeats": pd.NA,
+        "kernel_count": pd.NA,
+        "kernel_names": None,
+        "cache": "warm",
+        "sm_clock_hz": np.nan,
+        "status": "ok",
+        "error": None,
+        "source": SOURCE,
+        "driver": None,
+        "cuda": None,
+        "torch": None,
+        "triton": None,
+        "collector_version": f"aiconfigurator-core=={package_version()}",
+        "git_rev": None,
+        "host": None,
+        "time": None,
+        "plan_index": pd.NA,
+        "repeat_of": pd.NA,
+        "model": None,
+    }
     frame = frame.assign(**{k: v for k, v in fill.items() if k not in frame})
     names = list(op_fields(op)) + list(LABEL_COLUMNS) + list(PROVENANCE_COLUMNS) + list(ROW_ID_COLUMNS)
     return frame[names + list(EXTRA_COLUMNS)].reset_index(drop=True)
@@ -274,8 +339,11 @@ def import_op(op: str, files: list[TableFile], progress: bool = False) -> tuple[
 def write_cache(frame: pd.DataFrame, op: str, path: Path) -> None:
     schema = cache_schema(op)
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    meta = {SCHEMA_KEY.decode(): SCHEMA_VERSION, "kernelcast.source": SOURCE,
-            "kernelcast.aiconfigurator_core": package_version()}
+    meta = {
+        SCHEMA_KEY.decode(): SCHEMA_VERSION,
+        "kernelcast.source": SOURCE,
+        "kernelcast.aiconfigurator_core": package_version(),
+    }
     write_atomic(table.replace_schema_metadata(meta), path)
 
 
@@ -293,13 +361,17 @@ def ensure_cache(ops, out: Path | None = None) -> list[Path]:
     out = Path(out) if out else default_out()
     missing = [op for op in ops if not cache_path(out, op).exists()]
     if missing:
-        print(f"{out}: importing aiconfigurator-core's {', '.join(missing)} tables (`kernelcast import aiconfigurator`)",
-              file=sys.stderr)
+        print(
+            f"{out}: importing aiconfigurator-core's {', '.join(missing)} tables (`kernelcast import aiconfigurator`)",
+            file=sys.stderr,
+        )
         run_import(out=out, ops=missing, progress=True)
     return [cache_path(out, op) for op in ops]
 
 
-def run_import(out: Path | None = None, systems=None, ops=None, progress: bool = True, root: Path | None = None) -> dict:
+def run_import(
+    out: Path | None = None, systems=None, ops=None, progress: bool = True, root: Path | None = None
+) -> dict:
     """Import the chosen tables, write one parquet cache per op, return the summary."""
     out = Path(out) if out else default_out()
     chosen, skipped = choose(discover(Path(root) if root else data_root()))
@@ -307,28 +379,39 @@ def run_import(out: Path | None = None, systems=None, ops=None, progress: bool =
         chosen = [f for f in chosen if f.system in systems]
         skipped = [(f, reason) for f, reason in skipped if f.system in systems]
     ops = list(ops or ("gemm", "attention", "moe", "collective"))
-    summary = {"aiconfigurator_core": package_version(), "out": str(out), "ops": {},
-               "tables_read": [f.where for f in chosen if f.op in ops],
-               "tables_skipped": dict(Counter(reason for f, reason in skipped if f.op in ops))}
+    summary = {
+        "aiconfigurator_core": package_version(),
+        "out": str(out),
+        "ops": {},
+        "tables_read": [f.where for f in chosen if f.op in ops],
+        "tables_skipped": dict(Counter(reason for f, reason in skipped if f.op in ops)),
+    }
     for op in ops:
         frame, skips = import_op(op, [f for f in chosen if f.op == op], progress)
         write_cache(frame, op, cache_path(out, op))
-        summary["ops"][op] = {"rows": len(frame), "path": str(cache_path(out, op)),
-                              "by_gpu": frame["gpu"].value_counts().sort_index().to_dict(),
-                              "by_backend": frame["backend"].value_counts().sort_index().to_dict(),
-                              "skipped_rows": dict(skips.most_common())}
+        summary["ops"][op] = {
+            "rows": len(frame),
+            "path": str(cache_path(out, op)),
+            "by_gpu": frame["gpu"].value_counts().sort_index().to_dict(),
+            "by_backend": frame["backend"].value_counts().sort_index().to_dict(),
+            "skipped_rows": dict(skips.most_common()),
+        }
     return summary
 
 
 def format_summary(summary: dict) -> str:
     ops = summary["ops"]
     gpus = sorted({g for s in ops.values() for g in s["by_gpu"]})
-    lines = [f"aiconfigurator-core {summary['aiconfigurator_core']} -> {summary['out']}",
-             f"{'gpu':<22}" + "".join(f"{op:>12}" for op in ops)]
+    lines = [
+        f"aiconfigurator-core {summary['aiconfigurator_core']} -> {summary['out']}",
+        f"{'gpu':<22}" + "".join(f"{op:>12}" for op in ops),
+    ]
     lines += [f"{g:<22}" + "".join(f"{ops[op]['by_gpu'].get(g, 0):>12,}" for op in ops) for g in gpus]
     lines.append(f"{'total':<22}" + "".join(f"{ops[op]['rows']:>12,}" for op in ops))
-    lines.append(f"tables read: {len(summary['tables_read'])}; tables skipped: "
-                 + ", ".join(f"{n} {r}" for r, n in summary["tables_skipped"].items()))
+    lines.append(
+        f"tables read: {len(summary['tables_read'])}; tables skipped: "
+        + ", ".join(f"{n} {r}" for r, n in summary["tables_skipped"].items())
+    )
     for op, s in ops.items():
         lines += [f"{op} rows skipped:"] + [f"  {n:>9,}  {r}" for r, n in s["skipped_rows"].items()]
     return "\n".join(lines)

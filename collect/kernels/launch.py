@@ -5,6 +5,7 @@ goes through ``JITFunction.warmup``: Triton specializes and compiles exactly as 
 (a meta view's ``data_ptr`` carries its offset, so alignment classes match) and writes its on-disk
 cache, launching nothing. ``collect.precompile`` uses this to compile configs ahead of the GPU.
 """
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Named marker kernels that split a CUPTI trace into calls (names are matched in ``collect.timers``)."""
+
 from __future__ import annotations
 
 import triton

@@ -3,11 +3,11 @@
 One call = align (zero counters, count, scan, pad-fill, scatter: 5 kernels) -> grouped GEMM up(+gate)
 -> SiLU(-and-mul) -> grouped GEMM down scaled by the router weights -> sum over top_k.
 """
+
 from __future__ import annotations
 
 import triton
 import triton.language as tl
-
 from kernelcast.collect.kernels.launch import launch
 from kernelcast.collect.kernels.triton_gemm import grouped_tile
 
@@ -21,8 +21,16 @@ def kc_moe_count(ids_ptr, counts_ptr, numel, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["experts", "nblocks"])
-def kc_moe_scan(counts_ptr, starts_ptr, expert_ids_ptr, experts, nblocks,
-                BLOCK_M: tl.constexpr, E_POW2: tl.constexpr, FILL: tl.constexpr):
+def kc_moe_scan(
+    counts_ptr,
+    starts_ptr,
+    expert_ids_ptr,
+    experts,
+    nblocks,
+    BLOCK_M: tl.constexpr,
+    E_POW2: tl.constexpr,
+    FILL: tl.constexpr,
+):
     """Each program rescans the (small) counts and labels FILL blocks with their expert (-1 past the end)."""
     offs_e = tl.arange(0, E_POW2)
     counts = tl.load(counts_ptr + offs_e, mask=offs_e < experts, other=0)
@@ -47,11 +55,29 @@ def kc_moe_scatter(ids_ptr, starts_ptr, cursor_ptr, sorted_ptr, numel, BLOCK: tl
     tl.store(sorted_ptr + start + slot, offs.to(tl.int32), mask=mask)
 
 
-@triton.jit(do_not_specialize=["em", "numel", "row_div"])   # N, K specialized: vector loads
-def kc_moe_gemm(a_ptr, b_ptr, c_ptr, w_ptr, sorted_ptr, expert_ids_ptr, N, K, em, numel, row_div,
-                stride_am, stride_be, stride_bn, stride_cm,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                MUL_WEIGHT: tl.constexpr):
+@triton.jit(do_not_specialize=["em", "numel", "row_div"])  # N, K specialized: vector loads
+def kc_moe_gemm(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    w_ptr,
+    sorted_ptr,
+    expert_ids_ptr,
+    N,
+    K,
+    em,
+    numel,
+    row_div,
+    stride_am,
+    stride_be,
+    stride_bn,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    MUL_WEIGHT: tl.constexpr,
+):
     pid = tl.program_id(0)
     pid_m, pid_n = grouped_tile(pid, tl.cdiv(em, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     expert = tl.load(expert_ids_ptr + pid_m)
@@ -80,26 +106,58 @@ def _gemm(a, w, c, weights, sorted_ids, expert_ids, numel, row_div, cfg, mul_wei
     n, k = w.shape[1], w.shape[2]
     em = sorted_ids.numel()
     grid = (triton.cdiv(em, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
-    launch(kc_moe_gemm, grid, a, w, c, weights, sorted_ids, expert_ids, n, k, em, numel, row_div,
-           a.stride(0), w.stride(0), w.stride(1), c.stride(0),
-           BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"],
-           GROUP_M=cfg["group_m"], MUL_WEIGHT=mul_weight,
-           num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    launch(
+        kc_moe_gemm,
+        grid,
+        a,
+        w,
+        c,
+        weights,
+        sorted_ids,
+        expert_ids,
+        n,
+        k,
+        em,
+        numel,
+        row_div,
+        a.stride(0),
+        w.stride(0),
+        w.stride(1),
+        c.stride(0),
+        BLOCK_M=cfg["block_m"],
+        BLOCK_N=cfg["block_n"],
+        BLOCK_K=cfg["block_k"],
+        GROUP_M=cfg["group_m"],
+        MUL_WEIGHT=mul_weight,
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
+    )
 
 
 def align(topk_ids, experts: int, block_m: int, bufs: dict):
     """Sorted flat (token*top_k + slot) ids padded per expert to ``block_m``, and each block's expert."""
     numel = topk_ids.numel()
-    counters = bufs["counters"]                      # [2, experts] int32: counts, cursors
+    counters = bufs["counters"]  # [2, experts] int32: counts, cursors
     counters.zero_()
     launch(kc_moe_count, (triton.cdiv(numel, 1024),), topk_ids, counters[0], numel, BLOCK=1024)
     sorted_ids, expert_ids, starts = bufs["sorted_ids"], bufs["expert_ids"], bufs["starts"]
     e_pow2 = triton.next_power_of_2(experts)
     fill = max(1, min(64, 8192 // e_pow2))
     nblocks = expert_ids.numel()
-    launch(kc_moe_scan, (triton.cdiv(nblocks, fill),), counters[0], starts, expert_ids, experts, nblocks,
-           BLOCK_M=block_m, E_POW2=e_pow2, FILL=fill, num_warps=4)
-    sorted_ids.fill_(numel)                          # padding slots point past the last token
+    launch(
+        kc_moe_scan,
+        (triton.cdiv(nblocks, fill),),
+        counters[0],
+        starts,
+        expert_ids,
+        experts,
+        nblocks,
+        BLOCK_M=block_m,
+        E_POW2=e_pow2,
+        FILL=fill,
+        num_warps=4,
+    )
+    sorted_ids.fill_(numel)  # padding slots point past the last token
     launch(kc_moe_scatter, (triton.cdiv(numel, 1024),), topk_ids, starts, counters[1], sorted_ids, numel, BLOCK=1024)
     return sorted_ids, expert_ids
 

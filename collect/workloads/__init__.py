@@ -1,4 +1,5 @@
 """The workload registry: ``WORKLOADS[op][backend]`` -> a Backend (supports / prepare / check)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,8 +14,9 @@ WORKLOADS: dict[str, dict[str, Any]] = {}
 def register(op: str, backend: Any) -> Any:
     """Add a backend for ``op``; registering the same (op, name) twice raises."""
     if backend.name not in get_op(op).backends:
-        raise ValueError(f"backend {backend.name!r} is not a backend of op {op!r}; allowed: "
-                         + ", ".join(get_op(op).backends))
+        raise ValueError(
+            f"backend {backend.name!r} is not a backend of op {op!r}; allowed: " + ", ".join(get_op(op).backends)
+        )
     table = WORKLOADS.setdefault(op, {})
     if backend.name in table:
         raise ValueError(f"backend {backend.name!r} of op {op!r} is registered twice")

@@ -4,6 +4,7 @@ Inputs are [batch, heads, seq, head_dim] contiguous. The description's causal ma
 bottom-right aligned: seq_q == seq_kv uses ``is_causal=True``; seq_q < seq_kv uses
 ``causal_lower_right`` where the backend has it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +27,7 @@ def _inputs(desc: AttentionDesc, device: str = "cuda"):
 
 def _reference(q, k, v, causal: bool):
     """float64 attention with the bottom-right causal mask, K/V heads repeated for GQA."""
+
     def ref():
         import torch
 
@@ -39,6 +41,7 @@ def _reference(q, k, v, causal: bool):
             j = torch.arange(skv, device=q.device)[None, :]
             s = s.masked_fill(j > i + (skv - sq), float("-inf"))
         return torch.softmax(s, -1) @ vv
+
     return ref
 
 
@@ -68,13 +71,20 @@ class Sdpa(BackendBase):
         return None
 
     def class_key(self, desc: AttentionDesc) -> tuple:
-        return ("attention", self.name, desc.dtype, desc.head_dim, desc.causal,
-                desc.heads_q // desc.heads_kv, desc.seq_q == 1, desc.seq_q == desc.seq_kv)
+        return (
+            "attention",
+            self.name,
+            desc.dtype,
+            desc.head_dim,
+            desc.causal,
+            desc.heads_q // desc.heads_kv,
+            desc.seq_q == 1,
+            desc.seq_q == desc.seq_kv,
+        )
 
     small = staticmethod(_small)
 
     def build(self, desc: AttentionDesc):
-        import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.nn.attention.bias import causal_lower_right
@@ -87,7 +97,10 @@ class Sdpa(BackendBase):
         def make(kk, vv, gqa):
             def call():
                 with sdpa_kernel(backend):
-                    return F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask, is_causal=is_causal, enable_gqa=gqa)
+                    return F.scaled_dot_product_attention(
+                        q, kk, vv, attn_mask=mask, is_causal=is_causal, enable_gqa=gqa
+                    )
+
             return call
 
         call = make(k, v, desc.heads_q != desc.heads_kv)

@@ -5,6 +5,7 @@ call on its own tensors, captures ``graph_calls`` back-to-back calls in a CUDA g
 graph replays with CUDA events; the label is the per-call time, max over ranks, median over
 replays. torch is imported inside the functions that need it.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ import math
 import os
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.fields import DTYPE_BYTES
@@ -21,17 +23,29 @@ from kernelcast.features.ops.collective import CollectiveDesc
 
 #: in-place modes each collective is measured in (torch's all_reduce and broadcast are in place only;
 #: NCCL has no in-place all_to_all / send_recv)
-IN_PLACE_MODES = {"all_reduce": (True,), "broadcast": (True,), "all_gather": (False, True),
-                  "reduce_scatter": (False, True), "all_to_all": (False,), "send_recv": (False,)}
+IN_PLACE_MODES = {
+    "all_reduce": (True,),
+    "broadcast": (True,),
+    "all_gather": (False, True),
+    "reduce_scatter": (False, True),
+    "all_to_all": (False,),
+    "send_recv": (False,),
+}
 #: the NCCL settings every process runs with (NVLS / multicast off on our hosts)
 REQUIRED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 #: env var prefixes recorded with every row (anything set that can change NCCL's behaviour)
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_", "CUDA_DEVICE_MAX_CONNECTIONS")
 #: NCCL's function names in its TUNING log lines
-NCCL_FUNC = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
-             "Broadcast": "broadcast"}
-TUNING_RE = re.compile(r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast): (\d+) Bytes -> Algo (\w+) "
-                       r"proto (\w+)(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")
+NCCL_FUNC = {
+    "AllReduce": "all_reduce",
+    "AllGather": "all_gather",
+    "ReduceScatter": "reduce_scatter",
+    "Broadcast": "broadcast",
+}
+TUNING_RE = re.compile(
+    r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast): (\d+) Bytes -> Algo (\w+) "
+    r"proto (\w+)(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?"
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +68,14 @@ def sizes(lo: int = 1 << 10, hi: int = 1 << 32, between: bool = True) -> list[in
     return out
 
 
-def sweep(collectives: tuple[str, ...], dtypes: tuple[str, ...], byte_sizes: list[int], ranks: int,
-          gpu: str, ranks_per_node: int | None = None) -> list[CollectiveDesc]:
+def sweep(
+    collectives: tuple[str, ...],
+    dtypes: tuple[str, ...],
+    byte_sizes: list[int],
+    ranks: int,
+    gpu: str,
+    ranks_per_node: int | None = None,
+) -> list[CollectiveDesc]:
     """Validated descriptions of a grid, dtype-major (a cut-off run keeps whole dtypes)."""
     out = []
     for dtype in dtypes:
@@ -64,9 +84,21 @@ def sweep(collectives: tuple[str, ...], dtypes: tuple[str, ...], byte_sizes: lis
                 for nbytes in byte_sizes:
                     if nbytes % (DTYPE_BYTES[dtype] * ranks):
                         continue
-                    out.append(parse_desc({"op": "collective", "gpu": gpu, "dtype": dtype, "backend": "nccl",
-                                           "collective": coll, "bytes": nbytes, "ranks": ranks,
-                                           "ranks_per_node": ranks_per_node or ranks, "in_place": in_place}))
+                    out.append(
+                        parse_desc(
+                            {
+                                "op": "collective",
+                                "gpu": gpu,
+                                "dtype": dtype,
+                                "backend": "nccl",
+                                "collective": coll,
+                                "bytes": nbytes,
+                                "ranks": ranks,
+                                "ranks_per_node": ranks_per_node or ranks,
+                                "in_place": in_place,
+                            }
+                        )
+                    )
     return out
 
 
@@ -75,8 +107,10 @@ def check_env(environ: dict | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     for name, value in REQUIRED_ENV.items():
         if environ.get(name, value) != value:
-            raise ValueError(f"environment {name} must be {value!r} on kernelcast collective runs "
-                             f"(NVLS/multicast stay off); got {environ[name]!r}")
+            raise ValueError(
+                f"environment {name} must be {value!r} on kernelcast collective runs "
+                f"(NVLS/multicast stay off); got {environ[name]!r}"
+            )
         environ[name] = value
     return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
 
@@ -94,7 +128,6 @@ def build_call(desc: CollectiveDesc, rank: int, world: int) -> RankCall:
     """The zero-argument call of one rank on ones: tensors allocated here, outside any timer."""
     import torch
     import torch.distributed as dist
-
     from kernelcast.collect.workloads.common import torch_dtype
 
     dtype = torch.int8 if desc.dtype == "int8" else torch_dtype(desc.dtype)
@@ -114,12 +147,13 @@ def build_call(desc: CollectiveDesc, rank: int, world: int) -> RankCall:
     out = torch.empty_like(buf)
     if desc.collective == "all_to_all":
         return RankCall(lambda: dist.all_to_all_single(out, buf), out, 1)
-    peer_to, peer_from = (rank + 1) % world, (rank - 1) % world     # send_recv: ring, as nccl-tests
+    peer_to, peer_from = (rank + 1) % world, (rank - 1) % world  # send_recv: ring, as nccl-tests
 
     def exchange():
         ops = [dist.P2POp(dist.isend, buf, peer_to), dist.P2POp(dist.irecv, out, peer_from)]
         for work in dist.batch_isend_irecv(ops):
             work.wait()
+
     return RankCall(exchange, out, 1)
 
 
@@ -148,7 +182,7 @@ def time_case(call: Callable[[], Any], calls: int, replays: int, host_calls: int
     import torch
     import torch.distributed as dist
 
-    for _ in range(2):                                   # warm up (NCCL connects lazily)
+    for _ in range(2):  # warm up (NCCL connects lazily)
         call()
     torch.cuda.synchronize()
     host = _elapsed_us(call, host_calls) / host_calls
@@ -176,7 +210,7 @@ def _elapsed_us(fn: Callable[[], Any], n: int, align: bool = False) -> float:
     import torch
     import torch.distributed as dist
 
-    if align:                                            # both ranks start within a few µs
+    if align:  # both ranks start within a few µs
         dist.all_reduce(torch.zeros(1, device="cuda"))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -189,7 +223,7 @@ def _elapsed_us(fn: Callable[[], Any], n: int, align: bool = False) -> float:
 
 def summarize(samples: tuple[float, ...]) -> dict[str, float]:
     xs = sorted(samples)
-    q = (lambda p: xs[0] if len(xs) == 1 else statistics.quantiles(xs, n=10, method="inclusive")[p])
+    q = lambda p: xs[0] if len(xs) == 1 else statistics.quantiles(xs, n=10, method="inclusive")[p]
     return {"latency_us": statistics.median(xs), "p10_us": q(0), "p90_us": q(8), "repeats": len(xs)}
 
 
@@ -212,7 +246,7 @@ def topology_summary(text: str) -> str:
     rows = [line.split() for line in text.splitlines() if re.match(r"^GPU\d+\s", line)]
     links = []
     for row in rows:
-        for j, cell in enumerate(row[1:len(rows) + 1]):
+        for j, cell in enumerate(row[1 : len(rows) + 1]):
             if f"GPU{j}" > row[0] and cell != "X":
                 links.append(f"{row[0]}-GPU{j}:{cell}")
     return ";".join(links)

@@ -1,4 +1,5 @@
 """Helpers shared by the workloads: torch dtypes, seeded inputs, the output check and its tolerances."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,14 @@ def unsupported(reason: str) -> Exception:
 def torch_dtype(name: str):
     import torch
 
-    table = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-             "fp16": torch.float16, "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
+    table = {
+        "fp32": torch.float32,
+        "tf32": torch.float32,
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+        "fp8_e4m3": torch.float8_e4m3fn,
+        "fp8_e5m2": torch.float8_e5m2,
+    }
     if name not in table:
         raise ValueError(f"dtype must be one of {', '.join(table)}; got {name!r}")
     return table[name]
@@ -36,7 +43,13 @@ def randn(shape: tuple[int, ...], dtype: str, scale: float = 1.0, seed: int = 0,
     if device == "meta":
         return torch.empty(shape, device="meta", dtype=torch_dtype(dtype))
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    draw = torch.float32 if dtype in ("fp32", "tf32") else torch.bfloat16 if dtype.startswith("fp8") else torch_dtype(dtype)
+    draw = (
+        torch.float32
+        if dtype in ("fp32", "tf32")
+        else torch.bfloat16
+        if dtype.startswith("fp8")
+        else torch_dtype(dtype)
+    )
     x = torch.randn(shape, device="cuda", dtype=draw, generator=gen)
     if scale != 1.0:
         x.mul_(scale)
@@ -53,7 +66,9 @@ def compare(out: Any, ref: Any, dtype: str, fused: bool = False) -> str | None:
     diff = (out.double() - ref).abs().max().item()
     scale = max(ref.abs().max().item(), 1e-12)
     if not torch.isfinite(out.double()).all().item() or diff / scale > tol:
-        return f"output differs from the float64 reference: max |err| / max |ref| = {diff / scale:.3g} > {tol:g} ({dtype})"
+        return (
+            f"output differs from the float64 reference: max |err| / max |ref| = {diff / scale:.3g} > {tol:g} ({dtype})"
+        )
     return None
 
 
@@ -71,7 +86,7 @@ class BackendBase:
     """
 
     name = ""
-    fused = False   # intermediates rounded to the input dtype: looser tolerance
+    fused = False  # intermediates rounded to the input dtype: looser tolerance
 
     def prepare(self, desc: Any):
         reason = self.supports(desc, None)

@@ -1,4 +1,5 @@
 """GEMM workload: cuBLAS through torch (matmul, F.linear, bmm, _scaled_mm) and kernelcast's Triton GEMM."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,6 +26,7 @@ def _reference(a, b, layout: str):
     def ref():
         b64 = b.double() if layout == "nn" else b.double().transpose(-1, -2)
         return a.double() @ b64
+
     return ref
 
 
@@ -96,8 +98,12 @@ class TritonGemm(BackendBase):
 
     def compile_key(self, desc: GemmDesc) -> tuple:
         batched = desc.batch > 1
-        return (self.class_key(desc), divisible_16(desc.n), divisible_16(desc.k),
-                divisible_16(desc.m * desc.k) if batched else None)
+        return (
+            self.class_key(desc),
+            divisible_16(desc.n),
+            divisible_16(desc.k),
+            divisible_16(desc.m * desc.k) if batched else None,
+        )
 
     small = staticmethod(_small)
 
@@ -110,7 +116,7 @@ class TritonGemm(BackendBase):
         bt = b if desc.layout == "nn" else b.transpose(-1, -2)
         lead = (desc.batch,) if desc.batch > 1 else ()
         full = torch.empty(lead + (desc.m, -(-desc.n // 16) * 16), device=device, dtype=a.dtype)
-        out = full[..., :desc.n]                   # row stride padded to 16: one compile for any n
+        out = full[..., : desc.n]  # row stride padded to 16: one compile for any n
         ws = None
         if cfg["split_k"] > 1:
             ws = torch.empty((cfg["split_k"],) + full.shape, device=device, dtype=torch.float32)

@@ -3,12 +3,12 @@
 Per-expert token counts come from ``features.ops.moe.expert_counts``; ``routing`` realises exactly
 those counts with distinct experts per token, deterministically.
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
-
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, divisible_16, randn
 from kernelcast.features.ops.moe import MoeDesc, expert_counts
@@ -40,8 +40,8 @@ def _inputs(desc: MoeDesc, device: str = "cuda"):
 
     up = 2 * desc.ffn if desc.gated else desc.ffn
     x = randn((desc.tokens, desc.hidden), desc.dtype, seed=1, device=device)
-    w1 = randn((desc.experts, up, desc.hidden), desc.dtype, scale=desc.hidden ** -0.5, seed=2, device=device)
-    w2 = randn((desc.experts, desc.hidden, desc.ffn), desc.dtype, scale=desc.ffn ** -0.5, seed=3, device=device)
+    w1 = randn((desc.experts, up, desc.hidden), desc.dtype, scale=desc.hidden**-0.5, seed=2, device=device)
+    w2 = randn((desc.experts, desc.hidden, desc.ffn), desc.dtype, scale=desc.ffn**-0.5, seed=3, device=device)
     ids, weights = routing(desc.tokens, desc.experts, desc.top_k, desc.distribution)
     ids_t = torch.from_numpy(ids).to(device, torch.int32)
     return x, w1, w2, ids_t, torch.from_numpy(weights).to(device)
@@ -55,11 +55,13 @@ def _act(h, ffn: int, gated: bool):
 
 def _reference(x, w1, w2, ids, weights, gated: bool):
     """float64: out[t] = sum_j w[t, j] * W2[e] act(W1[e] x[t]) with e = ids[t, j]."""
+
     def ref():
         e = ids.long()
-        h = (w1.double()[e] @ x.double()[:, None, :, None]).squeeze(-1)        # [T, k, up]
+        h = (w1.double()[e] @ x.double()[:, None, :, None]).squeeze(-1)  # [T, k, up]
         y = (w2.double()[e] @ _act(h, w2.shape[2], gated)[..., None]).squeeze(-1)  # [T, k, H]
         return (y * weights.double()[..., None]).sum(1)
+
     return ref
 
 
@@ -67,8 +69,9 @@ def _small(desc: MoeDesc) -> MoeDesc:
     """Same dtype, gating, config, expert count (capped) and top_k; few tokens, a skewed routing."""
     experts = min(desc.experts, 16)
     top_k = min(desc.top_k, experts)
-    return dataclasses.replace(desc, tokens=45, hidden=128, ffn=96, experts=experts, top_k=top_k,
-                               distribution="power_law_1.5")
+    return dataclasses.replace(
+        desc, tokens=45, hidden=128, ffn=96, experts=experts, top_k=top_k, distribution="power_law_1.5"
+    )
 
 
 class _MoeBackend(BackendBase):
@@ -92,8 +95,13 @@ class TritonMoe(_MoeBackend):
 
     def compile_key(self, desc: MoeDesc) -> tuple:
         experts_pow2 = 1 << max(0, (desc.experts - 1).bit_length())
-        return (self.class_key(desc), divisible_16(desc.hidden), divisible_16(desc.ffn), experts_pow2,
-                desc.experts % 4 == 0)
+        return (
+            self.class_key(desc),
+            divisible_16(desc.hidden),
+            divisible_16(desc.ffn),
+            experts_pow2,
+            desc.experts % 4 == 0,
+        )
 
     def build(self, desc: MoeDesc, device: str = "cuda"):
         import torch
@@ -104,10 +112,14 @@ class TritonMoe(_MoeBackend):
         bm, numel = cfg["block_m"], desc.tokens * desc.top_k
         em = -(-(numel + desc.experts * (bm - 1)) // bm) * bm
         dev = dict(device=device, dtype=torch.int32)
-        bufs = {"counters": torch.zeros((2, desc.experts), **dev), "starts": torch.zeros(desc.experts, **dev),
-                "sorted_ids": torch.empty(em, **dev), "expert_ids": torch.empty(em // bm, **dev),
-                "h": torch.empty((numel, w1.shape[1]), device=device, dtype=x.dtype),
-                "y": torch.empty((numel, desc.hidden), device=device, dtype=x.dtype)}
+        bufs = {
+            "counters": torch.zeros((2, desc.experts), **dev),
+            "starts": torch.zeros(desc.experts, **dev),
+            "sorted_ids": torch.empty(em, **dev),
+            "expert_ids": torch.empty(em // bm, **dev),
+            "h": torch.empty((numel, w1.shape[1]), device=device, dtype=x.dtype),
+            "y": torch.empty((numel, desc.hidden), device=device, dtype=x.dtype),
+        }
         flat_w = weights.reshape(-1)
 
         def call():

@@ -6,14 +6,15 @@ model's categories, range columns and training parameters. Shared code (the desc
 the frame validator, the predictors, training, the sweeps) asks the registry and never branches
 on an op's name. Adding a family is adding a module that calls ``register``.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
-
 from kernelcast.features.fields import ABSENT, CustomField, Field, Rule
 
 Columns = Mapping[str, np.ndarray]
@@ -24,27 +25,35 @@ class OpSpec:
     """One op family: what a description of it holds and everything the predictors need to know about it."""
 
     name: str
-    doc: str                                        # one line: what the op computes
-    fields: Mapping[str, Field]                     # op-specific fields, validated in this order after gpu/dtype/backend
+    doc: str  # one line: what the op computes
+    fields: Mapping[str, Field]  # op-specific fields, validated in this order after gpu/dtype/backend
     dtypes: tuple[str, ...]
     backends: tuple[str, ...]
-    features: Callable[[Columns, Columns], dict]     # (description columns, gpu columns) -> named numbers incl. floor_us
+    features: Callable[[Columns, Columns], dict]  # (description columns, gpu columns) -> named numbers incl. floor_us
     analytical: Callable[[Columns, Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]  # -> (latency_us, bound)
-    analytical_assumptions: str                     # what the analytical answer assumes, said with every answer
-    flops: Callable[[Columns], np.ndarray]           # FLOPs of each row, from description fields only
-    example: Mapping[str, Any]                      # one valid description (gpu excluded): feature names are read off it
-    rules: tuple[Rule, ...] = ()                    # cross-field checks, after the fields
-    triton_config: Field | None = None              # the config field (a Triton config spec) — None: config is free-form
+    analytical_assumptions: str  # what the analytical answer assumes, said with every answer
+    flops: Callable[[Columns], np.ndarray]  # FLOPs of each row, from description fields only
+    example: Mapping[str, Any]  # one valid description (gpu excluded): feature names are read off it
+    rules: tuple[Rule, ...] = ()  # cross-field checks, after the fields
+    triton_config: Field | None = None  # the config field (a Triton config spec) — None: config is free-form
     learned_features: Callable[[Columns, Columns, Mapping], dict] | None = None  # what only the learned model reads
-    scale: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None     # learned target's scale (default: floor + one kernel)
-    categorical: tuple[str, ...] = ("backend", "dtype", "source")   # description columns one-hot encoded for the learned model
-    range_columns: tuple[str, ...] = ()             # fields whose trained range bounds a learned model's coverage
-    size_feature: str = "flops"                     # the size the extrapolation split holds the top of
-    train_params: Mapping[str, Any] = field(default_factory=dict)    # LatencyRegressor overrides, with their reason in the module
-    checks_dtype_on_gpu: bool = True                # compute ops need the GPU to have units for the dtype
+    scale: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = (
+        None  # learned target's scale (default: floor + one kernel)
+    )
+    categorical: tuple[str, ...] = (
+        "backend",
+        "dtype",
+        "source",
+    )  # description columns one-hot encoded for the learned model
+    range_columns: tuple[str, ...] = ()  # fields whose trained range bounds a learned model's coverage
+    size_feature: str = "flops"  # the size the extrapolation split holds the top of
+    train_params: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # LatencyRegressor overrides, with their reason in the module
+    checks_dtype_on_gpu: bool = True  # compute ops need the GPU to have units for the dtype
     derived: Callable[[Columns], dict] | None = None  # extra columns the rules read (e.g. element bytes)
-    extras: Mapping[str, str] = field(default_factory=dict)   # numbers every answer carries: name -> feature
-    desc_type: type = None                          # the frozen description class (made by ``register``)
+    extras: Mapping[str, str] = field(default_factory=dict)  # numbers every answer carries: name -> feature
+    desc_type: type = None  # the frozen description class (made by ``register``)
 
     def all_fields(self) -> tuple[str, ...]:
         """Every key a description of this op may carry (``op`` included), in order."""

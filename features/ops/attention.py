@@ -1,10 +1,21 @@
-"""Attention (softmax(Q·Kᵀ)·V forward): fields, causal-aware FLOPs, Q/K/V/O bytes, q-tile work units, analytical efficiency."""
+"""Attention (softmax(Q·Kᵀ)·V forward): fields, causal-aware FLOPs, Q/K/V/O bytes, q-tile work units,
+analytical efficiency."""
+
 from __future__ import annotations
 
 import numpy as np
-
-from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
-                                        roofline_assumptions, roofline_latency, tile_waves)
+from kernelcast.features.common import (
+    clock_features,
+    config_values,
+    lookup,
+    peak_per_row,
+    per_backend,
+    resident_ctas,
+    roofline_assumptions,
+    roofline_latency,
+    tile_waves,
+    triton_configs,
+)
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
 
@@ -21,39 +32,60 @@ def attended_pairs(seq_q: np.ndarray, seq_kv: np.ndarray, causal: np.ndarray) ->
 
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
-    b, hq, hkv, sq, skv, d = (np.asarray(cols[c], dtype=np.float64)
-                              for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"))
+    b, hq, hkv, sq, skv, d = (
+        np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim")
+    )
     causal = np.asarray(cols["causal"], dtype=bool)
     elem = lookup(cols["dtype"], "bytes")
     pairs = attended_pairs(sq, skv, causal)
     flops = attention_flops(cols)
     q_bytes = b * hq * sq * d * elem
     kv_bytes = 2 * b * hkv * skv * d * elem
-    nbytes = 2 * q_bytes + kv_bytes                     # Q read, O written, K and V read once
+    nbytes = 2 * q_bytes + kv_bytes  # Q read, O written, K and V read once
     peak = peak_per_row(gpu, cols["dtype"])
     compute_floor = flops / peak * 1e6
     memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     cfg = triton_configs(cols)
-    bm, bn, warps, stages = config_values(cfg, ("block_m", "block_n", "num_warps", "num_stages"),
-                                          (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan))   # NaN: the library chose
+    bm, bn, warps, stages = config_values(
+        cfg, ("block_m", "block_n", "num_warps", "num_stages"), (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan)
+    )  # NaN: the library chose
     units = np.ceil(sq / bm) * hq * b
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
-        "flops": flops, "bytes": nbytes, "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor, "memory_floor_us": memory_floor,
+        "flops": flops,
+        "bytes": nbytes,
+        "arithmetic_intensity": flops / nbytes,
+        "compute_floor_us": compute_floor,
+        "memory_floor_us": memory_floor,
         "floor_us": np.maximum(compute_floor, memory_floor),
-        "log_batch": np.log2(b), "heads_q": hq, "heads_kv": hkv, "gqa_ratio": hq / hkv,
-        "log_seq_q": np.log2(sq), "log_seq_kv": np.log2(skv), "head_dim": d,
-        "causal": causal.astype(np.float64), "elem_bytes": elem, "peak_flops": peak,
-        "causal_fraction": pairs / (sq * skv), "kv_bytes_share": kv_bytes / nbytes,
-        "block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": stages, "work_units": units, "waves": waves, "wave_efficiency": wave_eff,
+        "log_batch": np.log2(b),
+        "heads_q": hq,
+        "heads_kv": hkv,
+        "gqa_ratio": hq / hkv,
+        "log_seq_q": np.log2(sq),
+        "log_seq_kv": np.log2(skv),
+        "head_dim": d,
+        "causal": causal.astype(np.float64),
+        "elem_bytes": elem,
+        "peak_flops": peak,
+        "causal_fraction": pairs / (sq * skv),
+        "kv_bytes_share": kv_bytes / nbytes,
+        "block_m": bm,
+        "block_n": bn,
+        "num_warps": warps,
+        "num_stages": stages,
+        "work_units": units,
+        "waves": waves,
+        "wave_efficiency": wave_eff,
         "kv_fits_l2": (kv_bytes <= gpu["l2_bytes"]).astype(np.float64),
     }
 
 
 def attention_flops(cols) -> np.ndarray:
     """4·batch·heads_q·head_dim per attended (query, key) pair: Q·Kᵀ and P·V."""
-    b, hq, sq, skv, d = (np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "seq_q", "seq_kv", "head_dim"))
+    b, hq, sq, skv, d = (
+        np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "seq_q", "seq_kv", "head_dim")
+    )
     return 4 * b * hq * d * attended_pairs(sq, skv, np.asarray(cols["causal"], dtype=bool))
 
 
@@ -61,9 +93,11 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, d, warps = base["block_m"], base["block_n"], base["head_dim"], base["num_warps"]
     # K and V tiles per stage plus the Q tile in shared memory; the O accumulator and the score tile in registers
     smem = base["num_stages"] * 2 * bn * d * base["elem_bytes"] + bm * d * base["elem_bytes"]
-    return {**clock_features(base),
-            **resident_ctas(smem, (bm * d + bm * bn) / (32 * warps), warps, base["work_units"], base),
-            "warp_tile": bm * bn / warps}
+    return {
+        **clock_features(base),
+        **resident_ctas(smem, (bm * d + bm * bn) / (32 * warps), warps, base["work_units"], base),
+        "warp_tile": bm * bn / warps,
+    }
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's
@@ -74,29 +108,69 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
     return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, cols["backend"]), 1.0)
 
 
-SPEC = register(OpSpec(
-    name="attention", doc="softmax(Q·Kᵀ/√d)·V forward, GQA/MQA by heads_kv, causal masks bottom-right aligned",
-    fields={"batch": IntField(1, 1 << 16), "heads_q": IntField(1, 1024), "heads_kv": IntField(1, 1024),
-            "seq_q": IntField(1, 1 << 22), "seq_kv": IntField(1, 1 << 22), "head_dim": IntField(8, 1024),
-            "causal": BoolField()},
-    dtypes=("bf16", "fp16", "fp8_e4m3"),
-    backends=("flash", "cudnn", "triton") + OUTSIDE_BACKENDS,
-    rules=(
-        Rule("heads_q", lambda c: c["heads_q"] % c["heads_kv"] == 0, lambda c: f"a multiple of heads_kv={c['heads_kv']}"),
-        Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
-        Rule("seq_q", lambda c: np.logical_or(np.logical_not(c["causal"]), c["seq_q"] <= c["seq_kv"]),
-             lambda c: f"at most seq_kv={c['seq_kv']} when causal (bottom-right mask)"),
-        Rule("batch", lambda c: c["batch"] * c["head_dim"] * ((c["heads_q"] * c["seq_q"]) + (c["heads_kv"] * c["seq_kv"]))
-             <= MAX_ELEMENTS, lambda c: "small enough that Q, K and V hold at most 2**38 elements"),
-    ),
-    triton_config=TritonConfig({"block_m": (16, 256, True), "block_n": (16, 256, True),
-                                "num_warps": (1, 16, True), "num_stages": (1, 8, False)}).field(),
-    features=attention_features, learned_features=learned_features, flops=attention_flops,
-    analytical=analytical, analytical_assumptions=roofline_assumptions(COMPUTE_EFFICIENCY, "1 kernel per call"),
-    example={"batch": 1, "heads_q": 8, "heads_kv": 8, "seq_q": 128, "seq_kv": 128, "head_dim": 128, "causal": True,
-             "dtype": "bf16", "backend": "flash"},
-    range_columns=("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
-    # half the default trees keep attention's accuracy at half the serving time
-    train_params={"n_estimators": 150, "learning_rate": 0.2},
-))
+SPEC = register(
+    OpSpec(
+        name="attention",
+        doc="softmax(Q·Kᵀ/√d)·V forward, GQA/MQA by heads_kv, causal masks bottom-right aligned",
+        fields={
+            "batch": IntField(1, 1 << 16),
+            "heads_q": IntField(1, 1024),
+            "heads_kv": IntField(1, 1024),
+            "seq_q": IntField(1, 1 << 22),
+            "seq_kv": IntField(1, 1 << 22),
+            "head_dim": IntField(8, 1024),
+            "causal": BoolField(),
+        },
+        dtypes=("bf16", "fp16", "fp8_e4m3"),
+        backends=("flash", "cudnn", "triton") + OUTSIDE_BACKENDS,
+        rules=(
+            Rule(
+                "heads_q",
+                lambda c: c["heads_q"] % c["heads_kv"] == 0,
+                lambda c: f"a multiple of heads_kv={c['heads_kv']}",
+            ),
+            Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
+            Rule(
+                "seq_q",
+                lambda c: np.logical_or(np.logical_not(c["causal"]), c["seq_q"] <= c["seq_kv"]),
+                lambda c: f"at most seq_kv={c['seq_kv']} when causal (bottom-right mask)",
+            ),
+            Rule(
+                "batch",
+                lambda c: (
+                    c["batch"] * c["head_dim"] * ((c["heads_q"] * c["seq_q"]) + (c["heads_kv"] * c["seq_kv"]))
+                    <= MAX_ELEMENTS
+                ),
+                lambda c: "small enough that Q, K and V hold at most 2**38 elements",
+            ),
+        ),
+        triton_config=TritonConfig(
+            {
+                "block_m": (16, 256, True),
+                "block_n": (16, 256, True),
+                "num_warps": (1, 16, True),
+                "num_stages": (1, 8, False),
+            }
+        ).field(),
+        features=attention_features,
+        learned_features=learned_features,
+        flops=attention_flops,
+        analytical=analytical,
+        analytical_assumptions=roofline_assumptions(COMPUTE_EFFICIENCY, "1 kernel per call"),
+        example={
+            "batch": 1,
+            "heads_q": 8,
+            "heads_kv": 8,
+            "seq_q": 128,
+            "seq_kv": 128,
+            "head_dim": 128,
+            "causal": True,
+            "dtype": "bf16",
+            "backend": "flash",
+        },
+        range_columns=("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
+        # half the default trees keep attention's accuracy at half the serving time
+        train_params={"n_estimators": 150, "learning_rate": 0.2},
+    )
+)
 AttentionDesc = SPEC.desc_type

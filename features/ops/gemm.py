@@ -1,12 +1,30 @@
-"""GEMM (C[m,n] = A[m,k]·B[k,n], × batch): fields, FLOPs, minimum bytes, floors, tiles and waves, analytical efficiency."""
+"""GEMM (C[m,n] = A[m,k]·B[k,n], × batch): fields, FLOPs, minimum bytes, floors, tiles and waves,
+analytical efficiency."""
+
 from __future__ import annotations
 
 import numpy as np
-
-from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
-                                        roofline_assumptions, roofline_latency, tile_waves)
-from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, ChoiceField, IntField, Rule, TritonConfig,
-                                        canonical_dtype)
+from kernelcast.features.common import (
+    clock_features,
+    config_values,
+    lookup,
+    peak_per_row,
+    per_backend,
+    resident_ctas,
+    roofline_assumptions,
+    roofline_latency,
+    tile_waves,
+    triton_configs,
+)
+from kernelcast.features.fields import (
+    MAX_ELEMENTS,
+    OUTSIDE_BACKENDS,
+    ChoiceField,
+    IntField,
+    Rule,
+    TritonConfig,
+    canonical_dtype,
+)
 from kernelcast.features.ops import OpSpec, register
 
 #: cuBLAS-like tile candidates (block_m, block_n, relative throughput of one tile): the heuristic
@@ -16,7 +34,7 @@ from kernelcast.features.ops import OpSpec, register
 TILE_CANDIDATES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6))
 
 
-_CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]      # (3, candidates, 1)
+_CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]  # (3, candidates, 1)
 
 
 #: split-K keeps at least this much of K per split (libraries split skinny GEMMs to fill the SMs)
@@ -48,33 +66,54 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     hbm, hbn, hsplit = heuristic_tiles(m, n, k, batch, gpu["sm_count"])
     cfg = triton_configs(cols)
     bm, bn, bk, split_k, warps, stages, group_m = config_values(
-        cfg, ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m"),
-        (hbm, hbn, 64, hsplit, np.nan, np.nan, np.nan))              # NaN: the library chose
+        cfg,
+        ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m"),
+        (hbm, hbn, 64, hsplit, np.nan, np.nan, np.nan),
+    )  # NaN: the library chose
     tiles = np.ceil(m / bm) * np.ceil(n / bn) * batch * split_k
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     l2 = gpu["l2_bytes"]
     return {
-        "flops": flops, "bytes": nbytes, "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor, "memory_floor_us": memory_floor,
+        "flops": flops,
+        "bytes": nbytes,
+        "arithmetic_intensity": flops / nbytes,
+        "compute_floor_us": compute_floor,
+        "memory_floor_us": memory_floor,
         "floor_us": np.maximum(compute_floor, memory_floor),
-        "log_m": np.log2(m), "log_n": np.log2(n), "log_k": np.log2(k), "batch": batch,
-        "elem_bytes": in_b, "out_bytes": out_b, "peak_flops": peak,
-        "block_m": bm, "block_n": bn, "block_k": bk, "split_k": split_k,
-        "num_warps": warps, "num_stages": stages, "group_m": group_m,
-        "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
+        "log_m": np.log2(m),
+        "log_n": np.log2(n),
+        "log_k": np.log2(k),
+        "batch": batch,
+        "elem_bytes": in_b,
+        "out_bytes": out_b,
+        "peak_flops": peak,
+        "block_m": bm,
+        "block_n": bn,
+        "block_k": bk,
+        "split_k": split_k,
+        "num_warps": warps,
+        "num_stages": stages,
+        "group_m": group_m,
+        "tiles": tiles,
+        "waves": waves,
+        "wave_efficiency": wave_eff,
         "k_iterations": np.ceil(k / split_k / bk),
-        "m_padding": np.ceil(m / bm) * bm / m, "n_padding": np.ceil(n / bn) * bn / n,
-        "weights_fit_l2": (b_bytes <= l2).astype(np.float64), "all_fit_l2": (nbytes <= l2).astype(np.float64),
+        "m_padding": np.ceil(m / bm) * bm / m,
+        "n_padding": np.ceil(n / bn) * bn / n,
+        "weights_fit_l2": (b_bytes <= l2).astype(np.float64),
+        "all_fit_l2": (nbytes <= l2).astype(np.float64),
         "ridge_ratio": (flops / nbytes) / (peak / gpu["memory_bandwidth_bps"]),
     }
 
 
 def gemm_shape_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    """What the learned model adds to ``gemm_features`` (``base``: its output; the analytical model needs none of it)."""
+    """What the learned model adds to ``gemm_features`` (``base``: its output; the analytical model needs none)."""
     m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
-    return {**alignment_features(m, n, k),
-            **leading_dim_alignment(cols.get("layout"), m, n, k, base["elem_bytes"], base["out_bytes"]),
-            **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"])}
+    return {
+        **alignment_features(m, n, k),
+        **leading_dim_alignment(cols.get("layout"), m, n, k, base["elem_bytes"], base["out_bytes"]),
+        **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"]),
+    }
 
 
 def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
@@ -82,7 +121,7 @@ def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str,
     out = {}
     for name, v in (("m", m), ("n", n), ("k", k)):
         iv = v.astype(np.int64)
-        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)          # 2^j dividing it, up to 128
+        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
         out[f"{name}_mod128"] = (iv % 128) / 128
         out[f"{name}_mod64"] = (iv % 64) / 64
     return out
@@ -93,8 +132,9 @@ def _pow2_dividing(v: np.ndarray) -> np.ndarray:
     return np.log2(iv & -iv)
 
 
-def leading_dim_alignment(layout, m: np.ndarray, n: np.ndarray, k: np.ndarray, in_bytes: np.ndarray,
-                          out_bytes: np.ndarray) -> dict[str, np.ndarray]:
+def leading_dim_alignment(
+    layout, m: np.ndarray, n: np.ndarray, k: np.ndarray, in_bytes: np.ndarray, out_bytes: np.ndarray
+) -> dict[str, np.ndarray]:
     """log2 of the byte alignment (up to 256 B) of each operand's rows: A[m,k] rows are k elements,
     B's are n (``nn``) or k (``nt``: W[n,k]), C's are n. TMA and vectorised loads need 16 B; below it
     cuBLAS falls back to other kernels (SIMT, gemmSN), which is most of its fp32/tf32 ragged-size error.
@@ -105,18 +145,29 @@ def leading_dim_alignment(layout, m: np.ndarray, n: np.ndarray, k: np.ndarray, i
     lda = np.minimum(_pow2_dividing(k) + in_b, 8.0)
     ldb = np.minimum(np.where(nt, _pow2_dividing(k), _pow2_dividing(n)) + in_b, 8.0)
     ldc = np.minimum(_pow2_dividing(n) + out_b, 8.0)
-    return {"lda_align_log2_bytes": lda, "ldb_align_log2_bytes": ldb, "ldc_align_log2_bytes": ldc,
-            "all_16b_aligned": ((lda >= 4) & (ldb >= 4) & (ldc >= 4)).astype(np.float64)}
+    return {
+        "lda_align_log2_bytes": lda,
+        "ldb_align_log2_bytes": ldb,
+        "ldc_align_log2_bytes": ldc,
+        "all_16b_aligned": ((lda >= 4) & (ldb >= 4) & (ldc >= 4)).astype(np.float64),
+    }
 
 
-def candidate_waves(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray,
-                    sm_count: np.ndarray) -> dict[str, np.ndarray]:
+def candidate_waves(
+    m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, sm_count: np.ndarray
+) -> dict[str, np.ndarray]:
     """Tile counts and waves of the common Hopper/Ampere tiles (whichever the library runs), operand sizes."""
     t128 = np.ceil(m / 128) * np.ceil(n / 128) * batch
     t256 = np.ceil(m / 128) * np.ceil(n / 256) * batch
-    return {"tiles_128x128": t128, "waves_128x128": np.ceil(t128 / sm_count),
-            "tiles_64x64": np.ceil(m / 64) * np.ceil(n / 64) * batch, "waves_128x256": np.ceil(t256 / sm_count),
-            "log_mn": np.log2(m * n), "log_mk": np.log2(m * k), "log_nk": np.log2(n * k)}
+    return {
+        "tiles_128x128": t128,
+        "waves_128x128": np.ceil(t128 / sm_count),
+        "tiles_64x64": np.ceil(m / 64) * np.ceil(n / 64) * batch,
+        "waves_128x256": np.ceil(t256 / sm_count),
+        "log_mn": np.log2(m * n),
+        "log_mk": np.log2(m * k),
+        "log_nk": np.log2(n * k),
+    }
 
 
 def gemm_flops(cols) -> np.ndarray:
@@ -135,9 +186,12 @@ def occupancy_features(base) -> dict[str, np.ndarray]:
     NaN where no config says what ran (the library's kernels)."""
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
     smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]
-    return {**resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
-            "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
-            "k_iterations_per_stage": base["k_iterations"] / base["num_stages"], "warp_tile": bm * bn / warps}
+    return {
+        **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
+        "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
+        "k_iterations_per_stage": base["k_iterations"] / base["num_stages"],
+        "warp_tile": bm * bn / warps,
+    }
 
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a
@@ -148,9 +202,12 @@ FP32_SIMT_EFFICIENCY = 0.85
 
 
 def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
-    eff = np.where(np.asarray(cols["dtype"], dtype=object) == "fp32", FP32_SIMT_EFFICIENCY,
-                   per_backend(COMPUTE_EFFICIENCY, cols["backend"]))
-    return roofline_latency(f, eff, 1.0 + (f["split_k"] > 1))     # a split-K reduction is a second kernel
+    eff = np.where(
+        np.asarray(cols["dtype"], dtype=object) == "fp32",
+        FP32_SIMT_EFFICIENCY,
+        per_backend(COMPUTE_EFFICIENCY, cols["backend"]),
+    )
+    return roofline_latency(f, eff, 1.0 + (f["split_k"] > 1))  # a split-K reduction is a second kernel
 
 
 def default_out_dtype(dtype: str) -> str:
@@ -162,30 +219,57 @@ def _default_out_dtypes(c) -> np.ndarray:
     return np.asarray([default_out_dtype(d) for d in c["dtype"]], dtype=object)
 
 
-SPEC = register(OpSpec(
-    name="gemm", doc="C[m,n] = A[m,k]·B[k,n] (layout nt: A[m,k]·W[n,k]ᵀ as in F.linear), times batch",
-    fields={"m": IntField(1, 1 << 24), "n": IntField(1, 1 << 24), "k": IntField(1, 1 << 24),
+SPEC = register(
+    OpSpec(
+        name="gemm",
+        doc="C[m,n] = A[m,k]·B[k,n] (layout nt: A[m,k]·W[n,k]ᵀ as in F.linear), times batch",
+        fields={
+            "m": IntField(1, 1 << 24),
+            "n": IntField(1, 1 << 24),
+            "k": IntField(1, 1 << 24),
             "batch": IntField(1, 1 << 16, default=1),
             "layout": ChoiceField(("nn", "nt"), default="nt"),
-            "out_dtype": ChoiceField(("fp32", "bf16", "fp16"), default=_default_out_dtypes, canon=canonical_dtype)},
-    dtypes=("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_block", "nvfp4"),
-    backends=("cublas", "triton") + OUTSIDE_BACKENDS,
-    rules=(Rule("m", lambda c: np.maximum(np.maximum(c["m"] * c["k"], c["k"] * c["n"]), c["m"] * c["n"]) * c["batch"]
-                <= MAX_ELEMENTS,
-                lambda c: "such that every operand of batch*(m,n,k)="
-                          f"{(c['batch'], c['m'], c['n'], c['k'])} has at most 2**38 elements"),),
-    triton_config=TritonConfig({"block_m": (16, 256, True), "block_n": (16, 256, True), "block_k": (16, 256, True),
-                                "group_m": (1, 64, False), "num_warps": (1, 16, True), "num_stages": (1, 8, False),
-                                "split_k": (1, 64, False)}).field(),
-    features=gemm_features, learned_features=learned_features, flops=gemm_flops,
-    analytical=analytical,
-    analytical_assumptions=roofline_assumptions({**COMPUTE_EFFICIENCY, "fp32 (SIMT)": FP32_SIMT_EFFICIENCY},
-                                                "1 kernel (+1 split-K reduction)"),
-    example={"m": 256, "n": 256, "k": 256, "dtype": "bf16", "backend": "cublas"},
-    categorical=("backend", "dtype", "source", "layout"),
-    range_columns=("m", "n", "k", "batch"),
-    # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 150 rounds
-    # of depth 12 were as accurate as 300 of depth 10 and faster to serve (benchmarks/RESULTS.md)
-    train_params={"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
-))
+            "out_dtype": ChoiceField(("fp32", "bf16", "fp16"), default=_default_out_dtypes, canon=canonical_dtype),
+        },
+        dtypes=("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_block", "nvfp4"),
+        backends=("cublas", "triton") + OUTSIDE_BACKENDS,
+        rules=(
+            Rule(
+                "m",
+                lambda c: (
+                    np.maximum(np.maximum(c["m"] * c["k"], c["k"] * c["n"]), c["m"] * c["n"]) * c["batch"]
+                    <= MAX_ELEMENTS
+                ),
+                lambda c: (
+                    "such that every operand of batch*(m,n,k)="
+                    f"{(c['batch'], c['m'], c['n'], c['k'])} has at most 2**38 elements"
+                ),
+            ),
+        ),
+        triton_config=TritonConfig(
+            {
+                "block_m": (16, 256, True),
+                "block_n": (16, 256, True),
+                "block_k": (16, 256, True),
+                "group_m": (1, 64, False),
+                "num_warps": (1, 16, True),
+                "num_stages": (1, 8, False),
+                "split_k": (1, 64, False),
+            }
+        ).field(),
+        features=gemm_features,
+        learned_features=learned_features,
+        flops=gemm_flops,
+        analytical=analytical,
+        analytical_assumptions=roofline_assumptions(
+            {**COMPUTE_EFFICIENCY, "fp32 (SIMT)": FP32_SIMT_EFFICIENCY}, "1 kernel (+1 split-K reduction)"
+        ),
+        example={"m": 256, "n": 256, "k": 256, "dtype": "bf16", "backend": "cublas"},
+        categorical=("backend", "dtype", "source", "layout"),
+        range_columns=("m", "n", "k", "batch"),
+        # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 150 rounds
+        # of depth 12 were as accurate as 300 of depth 10 and faster to serve (benchmarks/RESULTS.md)
+        train_params={"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
+    )
+)
 GemmDesc = SPEC.desc_type

@@ -1,6 +1,7 @@
 """MoE (routed experts: align/permute, grouped GEMM up(+gate), activation, grouped GEMM down, weighted combine;
 router excluded): fields, per-expert token counts from a routing distribution, load imbalance, padded tiles,
 analytical efficiency."""
+
 from __future__ import annotations
 
 import functools
@@ -8,11 +9,30 @@ import json
 import re
 
 import numpy as np
-
-from kernelcast.features.common import (clock_features, config_values, resident_ctas, triton_configs, lookup, peak_per_row, per_backend,
-                                        roofline_assumptions, roofline_latency, tile_waves)
-from kernelcast.features.fields import (MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, Check, CustomField, IntField, Rule,
-                                        TritonConfig, field_error, per_value)
+from kernelcast.features.common import (
+    clock_features,
+    config_values,
+    lookup,
+    peak_per_row,
+    per_backend,
+    resident_ctas,
+    roofline_assumptions,
+    roofline_latency,
+    tile_waves,
+    triton_configs,
+)
+from kernelcast.features.fields import (
+    MAX_ELEMENTS,
+    OUTSIDE_BACKENDS,
+    BoolField,
+    Check,
+    CustomField,
+    IntField,
+    Rule,
+    TritonConfig,
+    field_error,
+    per_value,
+)
 from kernelcast.features.ops import OpSpec, register
 
 #: tokens per expert are padded to this block in the fused kernel when no config says otherwise
@@ -23,7 +43,7 @@ def round_shares(shares: np.ndarray) -> np.ndarray:
     """Largest-remainder rounding of each row of non-negative shares to integers with the same sum."""
     floors = np.floor(shares)
     left = np.rint(shares.sum(axis=1) - floors.sum(axis=1))
-    order = np.argsort(floors - shares, axis=1, kind="stable")          # largest remainder first
+    order = np.argsort(floors - shares, axis=1, kind="stable")  # largest remainder first
     bump = np.empty(shares.shape, dtype=bool)
     bump[np.arange(len(shares))[:, None], order] = np.arange(shares.shape[1])[None, :] < left[:, None]
     return (floors + bump).astype(np.int64)
@@ -37,7 +57,7 @@ def unit_shares(experts: int, top_k: int, distribution: str) -> np.ndarray:
     else:
         weights = np.arange(1, experts + 1, dtype=np.float64) ** -float(distribution.removeprefix("power_law_"))
     shares = top_k * weights / weights.sum()
-    for _ in range(experts):                       # cap at 1 and hand the excess to the others
+    for _ in range(experts):  # cap at 1 and hand the excess to the others
         over = shares > 1
         if not over.any():
             break
@@ -63,7 +83,7 @@ def expert_counts(tokens: int, experts: int, top_k: int, distribution) -> np.nda
 
 def _group_stats(tokens: np.ndarray, experts: int, top_k: int, dist: str, bm: float) -> np.ndarray:
     """max load, active experts, padded rows and m-tiles for rows sharing everything but tokens."""
-    if len(tokens) > 1:                                               # batches repeat token counts: round once each
+    if len(tokens) > 1:  # batches repeat token counts: round once each
         uniq, inverse = np.unique(tokens, return_inverse=True)
     else:
         uniq, inverse = tokens, np.zeros(1, dtype=np.intp)
@@ -86,13 +106,20 @@ def _load_stats(cols, block_m: np.ndarray) -> dict[str, np.ndarray]:
     n = len(tokens)
     out = {name: np.empty(n) for name in ("max_tokens_per_expert", "active_experts", "padded_rows", "m_tiles")}
     groups: dict[tuple, list[int]] = {}
-    keys = zip(np.asarray(cols["experts"]).tolist(), np.asarray(cols["top_k"]).tolist(),
-               np.asarray(cols["distribution"], dtype=object).tolist(), np.asarray(block_m).tolist())
+    keys = zip(
+        np.asarray(cols["experts"]).tolist(),
+        np.asarray(cols["top_k"]).tolist(),
+        np.asarray(cols["distribution"], dtype=object).tolist(),
+        np.asarray(block_m).tolist(),
+    )
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
     for (experts, top_k, dist, bm), idx in groups.items():
-        stats = _group_stats(tokens[idx], experts, top_k, dist, bm) if len(idx) > 1 else \
-            np.asarray(_one_stats(int(tokens[idx[0]]), experts, top_k, dist, bm))[:, None]
+        stats = (
+            _group_stats(tokens[idx], experts, top_k, dist, bm)
+            if len(idx) > 1
+            else np.asarray(_one_stats(int(tokens[idx[0]]), experts, top_k, dist, bm))[:, None]
+        )
         for name, values in zip(out, stats):
             out[name][idx] = values
     return out
@@ -106,10 +133,11 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     block_m, block_n, block_k, warps, stages = config_values(
         triton_configs(cols),
         ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
-        (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan, np.nan))           # NaN: no config (torch loop, outside data)
+        (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan, np.nan),
+    )  # NaN: no config (torch loop, outside data)
     stats = _load_stats(cols, block_m)
     elem = lookup(cols["dtype"], "bytes")
-    up_width = np.where(gated, 2 * ffn, ffn)            # up (+gate) GEMM output columns
+    up_width = np.where(gated, 2 * ffn, ffn)  # up (+gate) GEMM output columns
     flops = moe_flops(cols)
     padded_flops = 2 * stats["padded_rows"] * hidden * (up_width + ffn)
     weight_bytes = stats["active_experts"] * hidden * (up_width + ffn) * elem
@@ -123,16 +151,34 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     mean_load = tokens * top_k / experts
     return {
-        "flops": flops, "bytes": nbytes, "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor, "memory_floor_us": memory_floor,
+        "flops": flops,
+        "bytes": nbytes,
+        "arithmetic_intensity": flops / nbytes,
+        "compute_floor_us": compute_floor,
+        "memory_floor_us": memory_floor,
         "floor_us": np.maximum(compute_floor, memory_floor),
-        "log_tokens": np.log2(tokens), "hidden": hidden, "ffn": ffn, "experts": experts, "top_k": top_k,
-        "gated": gated.astype(np.float64), "elem_bytes": elem, "peak_flops": peak,
-        "active_experts": stats["active_experts"], "max_tokens_per_expert": stats["max_tokens_per_expert"],
-        "mean_tokens_per_expert": mean_load, "load_imbalance": stats["max_tokens_per_expert"] / mean_load,
-        "padding_overhead": padded_flops / flops, "weight_bytes_share": weight_bytes / nbytes,
-        "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
-        "block_m": block_m, "block_n": block_n, "block_k": block_k, "num_warps": warps, "num_stages": stages,
+        "log_tokens": np.log2(tokens),
+        "hidden": hidden,
+        "ffn": ffn,
+        "experts": experts,
+        "top_k": top_k,
+        "gated": gated.astype(np.float64),
+        "elem_bytes": elem,
+        "peak_flops": peak,
+        "active_experts": stats["active_experts"],
+        "max_tokens_per_expert": stats["max_tokens_per_expert"],
+        "mean_tokens_per_expert": mean_load,
+        "load_imbalance": stats["max_tokens_per_expert"] / mean_load,
+        "padding_overhead": padded_flops / flops,
+        "weight_bytes_share": weight_bytes / nbytes,
+        "tiles": tiles,
+        "waves": waves,
+        "wave_efficiency": wave_eff,
+        "block_m": block_m,
+        "block_n": block_n,
+        "block_k": block_k,
+        "num_warps": warps,
+        "num_stages": stages,
         "weights_fit_l2": (weight_bytes <= gpu["l2_bytes"]).astype(np.float64),
     }
 
@@ -146,9 +192,13 @@ def moe_flops(cols) -> np.ndarray:
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
-    smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]       # the grouped GEMMs' A and B stages
-    return {**clock_features(base), **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
-            "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]), "warp_tile": bm * bn / warps}
+    smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]  # the grouped GEMMs' A and B stages
+    return {
+        **clock_features(base),
+        **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
+        "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
+        "warp_tile": bm * bn / warps,
+    }
 
 
 DISTRIBUTION_RE = re.compile(r"^(balanced|power_law_(\d+(\.\d+)?))$")
@@ -158,7 +208,9 @@ def check_distribution(value, tokens: int, experts: int, top_k: int) -> str:
     """A routing distribution -> canonical text: the name, or per-expert counts as JSON."""
     if isinstance(value, str) and not value.startswith("["):
         if not DISTRIBUTION_RE.match(value) or (value != "balanced" and float(value[10:]) > 10):
-            raise field_error("distribution", value, "'balanced', 'power_law_<alpha>' (0 <= alpha <= 10) or per-expert token counts")
+            raise field_error(
+                "distribution", value, "'balanced', 'power_law_<alpha>' (0 <= alpha <= 10) or per-expert token counts"
+            )
         return value
     counts = value
     if isinstance(value, str):
@@ -167,7 +219,9 @@ def check_distribution(value, tokens: int, experts: int, top_k: int) -> str:
         except json.JSONDecodeError:
             raise field_error("distribution", value, "a JSON list of per-expert token counts") from None
     if not isinstance(counts, (list, tuple, np.ndarray)) or len(counts) != experts:
-        raise field_error("distribution", value, f"'balanced', 'power_law_<alpha>' or a list of {experts} per-expert token counts")
+        raise field_error(
+            "distribution", value, f"'balanced', 'power_law_<alpha>' or a list of {experts} per-expert token counts"
+        )
     spec = IntField(0, tokens)
     out = []
     for i, c in enumerate(counts):
@@ -187,7 +241,9 @@ def _distribution_check(name, col, ctx) -> Check:
     named = np.fromiter((isinstance(v, str) and not v.startswith("[") for v in col), bool, len(col))
     keyed[named] = col[named]
     rest = np.flatnonzero(~named)
-    keyed[rest] = [(_hashable(col[i]), int(ctx["tokens"][i]), int(ctx["experts"][i]), int(ctx["top_k"][i])) for i in rest]
+    keyed[rest] = [
+        (_hashable(col[i]), int(ctx["tokens"][i]), int(ctx["experts"][i]), int(ctx["top_k"][i])) for i in rest
+    ]
     messages: dict[int, str] = {}
 
     def one(key):
@@ -225,30 +281,70 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
     return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, backend), kernels)
 
 
-SPEC = register(OpSpec(
-    name="moe", doc="routed experts of an MoE layer (router excluded), token counts per expert from a distribution",
-    fields={"tokens": IntField(1, 1 << 22), "hidden": IntField(16, 1 << 17), "ffn": IntField(16, 1 << 18),
-            "experts": IntField(1, 4096), "top_k": IntField(1, 64), "gated": BoolField(default=True),
-            "distribution": CustomField(checker=_distribution_check, default="balanced",
-                                        text="'balanced', 'power_law_<alpha>' or per-expert token counts")},
-    dtypes=("bf16", "fp16", "fp8_e4m3", "fp8_block", "nvfp4"),
-    backends=("triton", "torch") + OUTSIDE_BACKENDS,
-    rules=(
-        Rule("top_k", lambda c: c["top_k"] <= c["experts"], lambda c: f"at most experts={c['experts']}",
-             needs=("top_k", "experts")),
-        Rule("experts", lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
-             lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38",
-             needs=("experts", "hidden", "ffn")),
-    ),
-    triton_config=TritonConfig({"block_m": (16, 256, True), "block_n": (16, 256, True), "block_k": (16, 256, True),
-                                "group_m": (1, 64, False), "num_warps": (1, 16, True), "num_stages": (1, 8, False)}).field(),
-    features=moe_features, learned_features=learned_features, flops=moe_flops,
-    analytical=analytical,
-    analytical_assumptions=roofline_assumptions(COMPUTE_EFFICIENCY, f"{FUSED_KERNELS:g} kernels per fused call, "
-                                                f"{TORCH_KERNELS_PER_EXPERT:g} per active expert in the torch loop"),
-    example={"tokens": 64, "hidden": 256, "ffn": 256, "experts": 8, "top_k": 2, "dtype": "bf16", "backend": "triton",
-             "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}},
-    range_columns=("tokens", "hidden", "ffn", "experts", "top_k"),
-    train_params={"n_estimators": 150, "learning_rate": 0.2},     # as accurate as the default with half the trees
-))
+SPEC = register(
+    OpSpec(
+        name="moe",
+        doc="routed experts of an MoE layer (router excluded), token counts per expert from a distribution",
+        fields={
+            "tokens": IntField(1, 1 << 22),
+            "hidden": IntField(16, 1 << 17),
+            "ffn": IntField(16, 1 << 18),
+            "experts": IntField(1, 4096),
+            "top_k": IntField(1, 64),
+            "gated": BoolField(default=True),
+            "distribution": CustomField(
+                checker=_distribution_check,
+                default="balanced",
+                text="'balanced', 'power_law_<alpha>' or per-expert token counts",
+            ),
+        },
+        dtypes=("bf16", "fp16", "fp8_e4m3", "fp8_block", "nvfp4"),
+        backends=("triton", "torch") + OUTSIDE_BACKENDS,
+        rules=(
+            Rule(
+                "top_k",
+                lambda c: c["top_k"] <= c["experts"],
+                lambda c: f"at most experts={c['experts']}",
+                needs=("top_k", "experts"),
+            ),
+            Rule(
+                "experts",
+                lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
+                lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38",
+                needs=("experts", "hidden", "ffn"),
+            ),
+        ),
+        triton_config=TritonConfig(
+            {
+                "block_m": (16, 256, True),
+                "block_n": (16, 256, True),
+                "block_k": (16, 256, True),
+                "group_m": (1, 64, False),
+                "num_warps": (1, 16, True),
+                "num_stages": (1, 8, False),
+            }
+        ).field(),
+        features=moe_features,
+        learned_features=learned_features,
+        flops=moe_flops,
+        analytical=analytical,
+        analytical_assumptions=roofline_assumptions(
+            COMPUTE_EFFICIENCY,
+            f"{FUSED_KERNELS:g} kernels per fused call, "
+            f"{TORCH_KERNELS_PER_EXPERT:g} per active expert in the torch loop",
+        ),
+        example={
+            "tokens": 64,
+            "hidden": 256,
+            "ffn": 256,
+            "experts": 8,
+            "top_k": 2,
+            "dtype": "bf16",
+            "backend": "triton",
+            "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3},
+        },
+        range_columns=("tokens", "hidden", "ffn", "experts", "top_k"),
+        train_params={"n_estimators": 150, "learning_rate": 0.2},  # as accurate as the default with half the trees
+    )
+)
 MoeDesc = SPEC.desc_type
