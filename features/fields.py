@@ -90,7 +90,9 @@ ABSENT = Absent()
 
 
 def short(value: Any) -> str:
-    """repr of a value, cut to a readable length for error messages."""
+    """repr of a value (numpy scalars as the Python value they hold), cut to a readable length for error messages."""
+    if isinstance(value, np.generic):
+        value = value.item()
     try:
         text = repr(value)
     except Exception:  # a hostile __repr__ must not hide the real error
