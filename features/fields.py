@@ -192,7 +192,7 @@ class Field:
 def is_absent(col: np.ndarray) -> np.ndarray:
     if col.dtype != object:
         return np.zeros(len(col), dtype=bool)
-    return np.fromiter((v is ABSENT for v in col), bool, len(col))
+    return np.asarray(col == ABSENT, dtype=bool)           # ABSENT compares equal only to itself
 
 
 def _as_int(value: Any, lo: int, hi: int) -> int:
@@ -364,14 +364,16 @@ class TritonConfig:
 
     def field(self) -> CustomField:
         def checker(name, col, ctx):
-            backends = ctx["backend"]
+            backends = np.asarray(ctx["backend"], dtype=object)
             out = np.empty(len(col), dtype=object)
             bad = np.zeros(len(col), dtype=bool)
             messages: dict[int, str] = {}
-            keyed = np.empty(len(col), dtype=object)
-            keyed[:] = [(None if v is ABSENT else v, b) for v, b in zip(col, backends)]
+            col = np.where(is_absent(col), None, col)
+            # no config on a backend that needs none: nothing to check (most rows of most frames)
+            rest = np.flatnonzero(~(np.equal(col, None) & (backends != "triton")))
             cache: dict[tuple, tuple] = {}
-            for i, (value, backend) in enumerate(keyed):
+            for i in rest:
+                value, backend = col[i], backends[i]
                 key = (_hash_key(value), backend)
                 if key not in cache:
                     try:

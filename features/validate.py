@@ -145,8 +145,7 @@ def validate_columns(
                 col = col.copy()
                 col[missing] = _placeholder(fld)
         if isinstance(fld, CustomField) and fld.optional and col.dtype == object:  # an empty config cell: none
-            empty = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in col), bool, len(col))
-            col = np.where(empty, None, col)
+            col = np.where(pd.isna(col), None, col)
         check = fld.check(name, col, out)
         problems.add(check.bad, lambda i, c=check, v=col, n=name: _message(n, c, v[i], i))
         out[name] = check.values
