@@ -192,7 +192,7 @@ class Field:
 def is_absent(col: np.ndarray) -> np.ndarray:
     if col.dtype != object:
         return np.zeros(len(col), dtype=bool)
-    return np.asarray(col == ABSENT, dtype=bool)           # ABSENT compares equal only to itself
+    return np.asarray(col == ABSENT, dtype=bool)  # ABSENT compares equal only to itself
 
 
 def _as_int(value: Any, lo: int, hi: int) -> int:
