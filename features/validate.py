@@ -92,6 +92,8 @@ class Problems:
         self.strict, self.labels = strict, labels
 
     def add(self, bad: np.ndarray, message) -> None:
+        if not bad.any():  # the usual case: one check, nothing to record
+            return
         new = bad & ~self.bad
         if not new.any():
             return

@@ -26,7 +26,12 @@ class AnalyticalPredictor:
 
     def predict_columns(self, op: str, cols, features) -> dict[str, np.ndarray]:
         latency, _ = get_op(op).analytical(cols, features)
-        return _interval(latency, features["floor_us"])
+        return self.answer(latency, features["floor_us"])
+
+    @staticmethod
+    def answer(latency, floor) -> dict[str, np.ndarray]:
+        """The answer for latencies the op's analytical model gave (dispatch computes them once, with the bound)."""
+        return _interval(latency, floor)
 
     def assumptions(self, op: str) -> str:
         return f"{get_op(op).analytical_assumptions}; interval x/÷{INTERVAL_FACTOR:g} (uncalibrated)"
@@ -41,11 +46,6 @@ def _interval(latency: np.ndarray, floor: np.ndarray) -> dict[str, np.ndarray]:
         "high_us": latency * INTERVAL_FACTOR,
         "in_distribution": np.zeros(len(latency), dtype=bool),
     }
-
-
-def bound_of(op: str, cols, features) -> np.ndarray:
-    """Which term bounds each row (compute | memory | latency | link), by the analytical model's terms."""
-    return get_op(op).analytical(cols, features)[1]
 
 
 def predict_frame(frame: pd.DataFrame, op: str) -> pd.DataFrame:

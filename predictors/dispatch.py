@@ -14,7 +14,7 @@ from kernelcast.features.desc import parse_desc
 from kernelcast.features.ops import get_op
 from kernelcast.features.validate import columns_from_records, validate_frame
 from kernelcast.features.vector import feature_columns
-from kernelcast.predictors.analytical import AnalyticalPredictor, bound_of
+from kernelcast.predictors.analytical import AnalyticalPredictor
 
 PREDICTOR_CHOICES = ("auto", "analytical")
 RESULT_COLUMNS = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution")
@@ -73,19 +73,23 @@ def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "a
             claims.append((p, mine))
             todo &= ~mine
     feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
+    analytical_us, bound = get_op(op).analytical(cols, feats)  # every row's bound; the fallback's answer
     out: dict[str, np.ndarray] = {
         "latency_us": np.empty(n),
         "low_us": np.empty(n),
         "high_us": np.empty(n),
         "floor_us": np.asarray(feats["floor_us"], dtype=np.float64),
-        "bound": bound_of(op, cols, feats),
+        "bound": bound,
         "model": np.empty(n, dtype=object),
         "in_distribution": np.zeros(n, dtype=bool),
     }
     for p, mine in claims:
         whole = mine.all()
         sub = (lambda d: d) if whole else (lambda d, m=mine: {k: np.asarray(v)[m] for k, v in d.items()})
-        answer = p.predict_columns(op, sub(cols), sub(feats))
+        if p is ANALYTICAL:
+            answer = ANALYTICAL.answer(analytical_us[mine], out["floor_us"][mine])
+        else:
+            answer = p.predict_columns(op, sub(cols), sub(feats))
         for key in ("latency_us", "low_us", "high_us", "in_distribution"):
             out[key][mine] = answer[key]
         out["model"][mine] = p.name
