@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kernelcast.collect.api import CACHE_STATES
 
-FLUSH_BYTES = 256 << 20  # 256 MiB zeroed before each cold call: > 4x the H200's 60 MB L2
+FLUSH_BYTES = 256 << 20  # 256 MiB zeroed before each cold call: 5x the H200's 50 MiB L2 (features/gpus/h200_sxm.toml)
 DEFAULT_REPEATS = 8  # timed calls per config
 DEFAULT_WARMUP = 2  # untimed calls per config before the timed ones (same trace)
 FLUSH_NAME, MARK_NAME, END_NAME = "kc_flush_l2", "kc_mark", "kc_end"
