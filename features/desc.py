@@ -25,16 +25,19 @@ class Desc:
     op: str = ""
 
     def __post_init__(self) -> None:
-        from kernelcast.features.validate import validate_columns
+        from kernelcast.features.validate import validate_columns, validate_one
 
-        cols = {}
-        for f in dataclasses.fields(self):
-            cell = np.empty(1, dtype=object)
-            cell[0] = getattr(self, f.name)
-            cols[f.name] = cell
-        for name, col in validate_columns(self.op, cols, 1).items():
-            if name in cols:
-                object.__setattr__(self, name, _python(name, col[0]))
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        canonical = validate_one(self.op, values)  # plainly valid input: no columns built
+        if canonical is None:  # anything else: the column path names it
+            cols = {}
+            for name, value in values.items():
+                cell = np.empty(1, dtype=object)
+                cell[0] = value
+                cols[name] = cell
+            canonical = {k: v[0] for k, v in validate_columns(self.op, cols, 1).items()}
+        for name in values:
+            object.__setattr__(self, name, _python(name, canonical[name]))
 
     def to_dict(self) -> dict[str, Any]:
         out = {"op": self.op}

@@ -185,6 +185,11 @@ class Field:
     def check(self, name: str, col: np.ndarray, ctx: Mapping[str, np.ndarray]) -> Check:
         raise NotImplementedError
 
+    def scalar(self, value: Any, ctx: Mapping[str, Any]) -> Any:
+        """One plainly valid value -> its canonical form; raises ValueError for anything else (the caller then
+        runs ``check`` on a one-row column, which says what is wrong). Never more permissive than ``check``."""
+        raise ValueError
+
     def describe(self) -> str:
         raise NotImplementedError
 
@@ -223,6 +228,11 @@ class IntField(Field):
     def describe(self) -> str:
         return f"{'a power of two' if self.pow2 else 'an integer'} in [{self.lo}, {self.hi}]"
 
+    def scalar(self, value, ctx):
+        if type(value) is not int or not self.lo <= value <= self.hi or (self.pow2 and value & (value - 1)):
+            raise ValueError
+        return value
+
     def check(self, name, col, ctx):
         if col.dtype.kind in "iu":  # typed columns: no per-value work
             values = col.astype(np.int64)
@@ -249,6 +259,11 @@ class BoolField(Field):
     def describe(self) -> str:
         return "true or false"
 
+    def scalar(self, value, ctx):
+        if type(value) is not bool:
+            raise ValueError
+        return value
+
     def check(self, name, col, ctx):
         if col.dtype == bool:
             return Check(col, np.zeros(len(col), dtype=bool), lambda i: self.describe())
@@ -268,6 +283,12 @@ class ChoiceField(Field):
 
     def describe(self) -> str:
         return "one of " + ", ".join(self.choices)
+
+    def scalar(self, value, ctx):
+        value = self.canon(value) if self.canon is not None else value
+        if not isinstance(value, str) or value not in self.choices:
+            raise ValueError
+        return value
 
     def check(self, name, col, ctx):
         allowed = set(self.choices)
@@ -294,12 +315,18 @@ class CustomField(Field):
     default: Any = None
     python_type: type = object
     optional: bool = False  # None is a value meaning "not given" (config only)
+    scalar_checker: Callable[[Any, Mapping[str, Any]], Any] | None = None  # the one-value form of ``checker``
 
     def describe(self) -> str:
         return self.text
 
     def check(self, name, col, ctx):
         return self.checker(name, col, ctx)
+
+    def scalar(self, value, ctx):
+        if self.scalar_checker is None:
+            raise ValueError
+        return self.scalar_checker(value, ctx)
 
 
 @dataclass(frozen=True)
@@ -387,7 +414,11 @@ class TritonConfig:
             return Check(out, bad, lambda i: messages[i])
 
         return CustomField(
-            checker=checker, text="a Triton config mapping (backend 'triton') or none", default=None, optional=True
+            checker=checker,
+            scalar_checker=lambda value, ctx: self.check_one(value, ctx["backend"]),
+            text="a Triton config mapping (backend 'triton') or none",
+            default=None,
+            optional=True,
         )
 
 

@@ -44,7 +44,11 @@ def _raise():
     raise ValueError
 
 
-GPU_FIELD = CustomField(checker=_gpu_check, text="a GPU name from `kernelcast gpus`")
+GPU_FIELD = CustomField(
+    checker=_gpu_check,
+    scalar_checker=lambda v, ctx: resolve_gpu_name(v) if isinstance(v, str) else _raise(),
+    text="a GPU name from `kernelcast gpus`",
+)
 #: the config of a non-Triton backend: optional scalar annotations
 _FREE_CONFIG_KEYS: dict = {}
 
@@ -159,6 +163,38 @@ def validate_columns(
         out.update(spec.derived(out))
     for rule in pending:
         _apply(rule, out, problems)
+    return out
+
+
+def validate_one(op: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The canonical values of one plainly valid description (Python ints, bools and strings, known names),
+    without building columns; None for anything else, which ``validate_columns`` then checks and names. It
+    runs the same field checks, defaults and rules one value at a time, so it accepts nothing the column
+    path rejects (the fuzz in tests/test_desc.py holds both to the same answers)."""
+    spec = get_op(op)
+    out: dict[str, Any] = {}
+    try:
+        for name, fld in _fields(op).items():
+            value = values.get(name, ABSENT)
+            if value is ABSENT:
+                if isinstance(fld, CustomField) and fld.optional and fld.default is None:
+                    value = None
+                elif fld.default is None:
+                    return None
+                else:
+                    value = fld.default({k: [v] for k, v in out.items()})[0] if callable(fld.default) else fld.default
+            if value is None and not (isinstance(fld, CustomField) and fld.optional):
+                return None
+            out[name] = fld.scalar(value, out)
+        if spec.checks_dtype_on_gpu and not _has_units(out["gpu"], out["dtype"]):
+            return None
+        ctx = dict(out)
+        if spec.derived is not None:
+            ctx.update({k: v[0] for k, v in spec.derived({k: [v] for k, v in out.items()}).items()})
+        if not all(bool(rule.ok(ctx)) for rule in spec.rules):
+            return None
+    except (ValueError, TypeError, OverflowError):
+        return None
     return out
 
 

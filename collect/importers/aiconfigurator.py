@@ -256,6 +256,7 @@ def map_table(f: TableFile, skips: Counter) -> pd.DataFrame:
             "kernel_source": out["kernel_source"].to_numpy(),
             "framework_version": f.version,
             "gpu_name": None if device is None else device.to_numpy(),
+            # aiconfigurator's own methodology: its NCCL tables are nccl-tests runs, every other table CUDA graphs
             "nccl": f.version if f.op == "collective" else None,
             "timer": "nccl-tests" if f.op == "collective" else "cuda_graph",
             "method": f"aiconfigurator-core {f.where}.parquet ({f.provenance or 'no provenance'})",

@@ -294,6 +294,9 @@ SPEC = register(
             "gated": BoolField(default=True),
             "distribution": CustomField(
                 checker=_distribution_check,
+                scalar_checker=lambda v, c: check_distribution(
+                    list(v) if isinstance(v, tuple) else v, c["tokens"], c["experts"], c["top_k"]
+                ),
                 default="balanced",
                 text="'balanced', 'power_law_<alpha>' or per-expert token counts",
             ),
