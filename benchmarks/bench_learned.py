@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from kernelcast import predict_latency, predict_many
 from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.features.desc import op_fields
 from kernelcast.features.vector import feature_columns
 from kernelcast.predictors.learned import load_model
 from kernelcast.training.data import load_rows
-
-from kernelcast import predict_latency, predict_many
 
 
 def covered_rows(op: str, model, n: int, seed: int = 0) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from kernelcast.collect.importers.aiconfigurator import ensure_cache
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.nccl_model import nccl_time_for_gpu

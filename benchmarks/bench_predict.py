@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from kernelcast.features.gpu import list_gpus
 
 from kernelcast import predict_latency, predict_many
+from kernelcast.features.gpu import list_gpus
 
 
 def random_rows(op: str, n: int, rng: np.random.Generator) -> pd.DataFrame:

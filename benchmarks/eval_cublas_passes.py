@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.desc import from_row
 from kernelcast.training import data
 from kernelcast.training.run import RunConfig, fit_fold, load

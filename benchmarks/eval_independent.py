@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from kernelcast import predict_many
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import op_names
 from kernelcast.training.data import load_rows
-
-from kernelcast import predict_many
 
 
 def _stats(pred: np.ndarray, measured: np.ndarray) -> dict[str, float]:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from kernelcast.features.desc import parse_desc
 
 from kernelcast import predict_latency, predict_many
+from kernelcast.features.desc import parse_desc
 
 VALID = {
     "gemm": {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096},

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from kernelcast.collect.api import CACHE_STATES, STATUSES
 from kernelcast.collect.dataset import (
     append_rows,

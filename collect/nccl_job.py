@@ -21,11 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from kernelcast.collect import dataset
 from kernelcast.collect.workloads import collective as W
 from kernelcast.features.gpu import get_gpu, resolve_gpu_name
 from kernelcast.features.ops.collective import COLLECTIVES, CollectiveDesc
-from tqdm import tqdm
 
 #: columns collective rows carry beyond the common schema
 EXTRA_COLUMNS = dataset.OP_EXTRA_COLUMNS["collective"]
@@ -126,6 +127,7 @@ def run_rank(rank: int, world: int, cfg: JobConfig) -> None:
     """The sweep on one rank; rank 0 writes each row as it is measured; SIGTERM stops after the case in flight."""
     import torch
     import torch.distributed as dist
+
     from kernelcast.features.nccl_model import nccl_time_for_gpu
 
     stop = []

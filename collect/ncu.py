@@ -122,6 +122,7 @@ def group_by_config(kernels: Iterable[dict[str, Any]]) -> dict[int, list[dict[st
 def _child(plan_path: str, calls: int) -> None:
     """Inside ncu: run each config (untimed warm-up first) ``calls`` times in NVTX range ``kc<index>``."""
     import torch
+
     from kernelcast.collect.measure import _checked
     from kernelcast.collect.workloads import get_backend
     from kernelcast.features.desc import parse_desc

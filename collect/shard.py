@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from kernelcast.collect.api import CACHE_STATES, LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import (
     LockBusy,
@@ -39,7 +41,6 @@ from kernelcast.collect.dataset import (
 from kernelcast.collect.plan import PlanEntry, load_plan, shard, shard_tag
 from kernelcast.collect.pool import WorkerPool
 from kernelcast.collect.worker import DEFAULT_TIMEOUT_S, Task, timer_spec
-from tqdm import tqdm
 
 DEFAULT_CHUNK = 32  # descriptions per measuring call (one CUPTI profiler session)
 PLAN_ID_KEY = "kernelcast.plan_id"

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import tomllib
+
 from kernelcast.features.desc import Desc, parse_desc
 from kernelcast.features.models import MODEL_OPS, model_points, models_data
 from kernelcast.features.ops import get_op

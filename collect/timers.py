@@ -136,6 +136,7 @@ def warm_up(seconds: float = 3.0) -> dict[str, float]:
 
 def _separators(cache: str):
     import torch
+
     from kernelcast.collect.kernels import markers
 
     tag = torch.zeros(4, dtype=torch.int32, device="cuda")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK
 from kernelcast.features.gpu import get_gpu
 

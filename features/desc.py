@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
 from kernelcast.features.fields import ABSENT, config_pairs, field_error
 from kernelcast.features.ops import get_op, op_names
 

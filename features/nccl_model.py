@@ -42,6 +42,7 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+
 from kernelcast.features.common import key_codes
 
 ALGOS = ("tree", "ring", "pat", "p2p")

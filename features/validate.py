@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.common import key_codes
 from kernelcast.features.fields import (
     ABSENT,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.common import GPU_COLUMNS, gpu_columns, latency_scale
 from kernelcast.features.fields import OUTSIDE_BACKENDS, ChoiceField
 from kernelcast.features.ops import get_op

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import feature_columns
 

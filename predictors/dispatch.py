@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.ops import get_op
 from kernelcast.features.validate import columns_from_records, validate_frame

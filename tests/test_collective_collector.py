@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from kernelcast.collect import dataset, nccl_job
 from kernelcast.collect.workloads import collective as W
 

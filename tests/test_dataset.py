@@ -7,6 +7,7 @@ import os
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+
 from kernelcast.collect import dataset
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS, Measurement
 from kernelcast.collect.dataset import append_rows, read_dataset, row_schema

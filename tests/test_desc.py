@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from kernelcast.features.desc import from_json, from_row, op_fields, parse_desc
 from kernelcast.features.ops import op_names
 from kernelcast.features.validate import validate_frame

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+
 from kernelcast.features.ops.attention import attended_pairs
 from kernelcast.features.ops.moe import expert_counts
 from kernelcast.features.vector import FEATURE_VERSION, build_features, categories, feature_names
@@ -326,33 +327,12 @@ def test_key_codes_count_distinct_rows_in_first_appearance_order():
 
 def test_triton_occupancy_by_hand_on_h200():
     cfg = '{"block_k": 64, "block_m": 128, "block_n": 128, "group_m": 8, "num_stages": 4, "num_warps": 8, "split_k": 1}'
-    f = _features(
-        "gemm",
-        m=4096,
-        n=4096,
-        k=4096,
-        batch=1,
-        dtype="bf16",
-        out_dtype="bf16",
-        backend="triton",
-        layout="nt",
-        config=cfg,
-    )
+    gemm = dict(m=4096, n=4096, k=4096, batch=1, dtype="bf16", out_dtype="bf16", layout="nt")
+    f = _features("gemm", **gemm, backend="triton", config=cfg)
     assert f["smem_per_cta"] == 4 * (128 * 64 + 64 * 128) * 2  # 4 stages of A and B tiles, bf16
     assert f["accumulators_per_thread"] == 128 * 128 / 256  # fp32 accumulators over 8 warps
     # 233,472 B of shared memory fit one 131,072 B CTA; registers (64 + 40 per thread) would allow two
     assert f["ctas_per_sm"] == 1 and f["occupancy"] == 8 / 64
     assert f["waves_resident"] == np.ceil(32 * 32 / 132) and f["accumulator_spill"] == 0
-    cublas = _features(
-        "gemm",
-        m=4096,
-        n=4096,
-        k=4096,
-        batch=1,
-        dtype="bf16",
-        out_dtype="bf16",
-        backend="cublas",
-        layout="nt",
-        config=None,
-    )
+    cublas = _features("gemm", **gemm, backend="cublas", config=None)
     assert np.isnan(cublas["smem_per_cta"]) and np.isnan(cublas["accumulator_spill"])  # the library chose: unknown

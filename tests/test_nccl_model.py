@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 import pytest
+
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.nccl_model import bus_bytes, busbw_factor, intra_graph, nccl_time_for_gpu, nccl_time_us
 
@@ -195,6 +196,7 @@ def test_tune_table_reproduces_nccls_logged_table_on_2xh200():
 
 def test_collective_features_one_row_by_hand():
     import pandas as pd
+
     from kernelcast.features.ops.collective import collective_features
     from kernelcast.features.vector import build_features
 

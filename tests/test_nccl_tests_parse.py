@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from kernelcast.collect.dataset import append_rows
 from kernelcast.collect.nccl_tests import main, parse_file, parse_text
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from kernelcast.collect import ncu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"

@@ -4,6 +4,7 @@ analytically by the shared code, with no edit anywhere else."""
 import numpy as np
 import pandas as pd
 import pytest
+
 from kernelcast.features.common import roofline_latency
 from kernelcast.features.fields import IntField, Rule
 from kernelcast.features.ops import OpSpec, get_op, op_names, register, unregister

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from kernelcast.collect import cli
 from kernelcast.collect.plan import load_plan, make_plan, parse_shard, save_plan, shard, shard_tag
 

@@ -3,12 +3,12 @@
 import numpy as np
 import pandas as pd
 import pytest
-from kernelcast.features.common import MEMORY_EFFICIENCY
-from kernelcast.features.ops import attention as attention_op
-from kernelcast.features.ops import gemm as gemm_op
 
 from kernelcast import predict_latency as _predict_latency
 from kernelcast import predict_many
+from kernelcast.features.common import MEMORY_EFFICIENCY
+from kernelcast.features.ops import attention as attention_op
+from kernelcast.features.ops import gemm as gemm_op
 
 GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas"}
 #: one kernel's fixed time on H200: 4950 cycles at the 1.98 GHz boost clock

@@ -3,6 +3,7 @@ the analytical predictor and on every shipped learned model, over valid descript
 
 import numpy as np
 import pytest
+
 from kernelcast.features.ops import op_names
 from kernelcast.features.validate import columns_from_records, validate_frame
 from kernelcast.features.vector import feature_columns

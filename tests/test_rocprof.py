@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelcast.collect.rocprof import (
     group_calls,
     measurement_from_dispatches,

@@ -3,6 +3,7 @@
 import collections
 
 import pytest
+
 from kernelcast.collect import sweeps
 from kernelcast.features.desc import parse_desc
 

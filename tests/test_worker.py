@@ -10,6 +10,7 @@ from __future__ import annotations
 import fake_measure as fake
 import pyarrow.parquet as pq
 import pytest
+
 from kernelcast.collect.plan import load_plan, make_plan, save_plan, shard_tag
 from kernelcast.collect.shard import RunConfig, output_files, plan_status, run_shard
 from kernelcast.collect.worker import Unsupported, classify, load_measure

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from kernelcast.collect import timers
 from kernelcast.collect.measure import measure_many
 from kernelcast.collect.timers import KernelEvent, split_segments, timing_from_segments

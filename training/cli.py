@@ -83,6 +83,7 @@ def _print_table(records: list[dict], columns: list[str]) -> None:
 
 def _side(table: list[dict], group_by: str) -> list[dict]:
     import pandas as pd
+
     from kernelcast.training.evaluate import side_by_side
 
     wide = side_by_side(pd.DataFrame(table), group_by).reset_index().rename(columns={"group": group_by})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import build_features
 from kernelcast.training import data, run

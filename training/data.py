@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import tomllib
+
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.validate import validate_frame

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, categories
 from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, build_features

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from kernelcast.features.vector import TARGET_COLUMNS, categories, feature_names
 from kernelcast.predictors.learned import feature_matrix, matrix_columns, row_offsets, source_codes, to_latency
 from kernelcast.training.splits import bucket

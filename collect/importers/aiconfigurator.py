@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.collect.dataset import ROW_ID_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, row_schema, write_atomic
 from kernelcast.features.desc import op_fields, row_keys

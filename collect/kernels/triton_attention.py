@@ -12,6 +12,7 @@ import math
 
 import triton
 import triton.language as tl
+
 from kernelcast.collect.kernels.launch import launch
 
 _RUNTIME = ["heads_q", "group", "seq_q", "seq_kv"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
 from kernelcast.collect.kernels.launch import launch
 
 _RUNTIME = ["M", "split_blocks"]

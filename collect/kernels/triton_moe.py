@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
 from kernelcast.collect.kernels.launch import launch
 from kernelcast.collect.kernels.triton_gemm import grouped_tile
 

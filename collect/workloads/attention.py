@@ -141,6 +141,7 @@ class TritonAttention(BackendBase):
 
     def build(self, desc: AttentionDesc, device: str = "cuda"):
         import torch
+
         from kernelcast.collect.kernels import triton_attention
 
         q, k, v = _inputs(desc, device)

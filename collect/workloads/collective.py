@@ -128,6 +128,7 @@ def build_call(desc: CollectiveDesc, rank: int, world: int) -> RankCall:
     """The zero-argument call of one rank on ones: tensors allocated here, outside any timer."""
     import torch
     import torch.distributed as dist
+
     from kernelcast.collect.workloads.common import torch_dtype
 
     dtype = torch.int8 if desc.dtype == "int8" else torch_dtype(desc.dtype)

@@ -109,6 +109,7 @@ class TritonGemm(BackendBase):
 
     def build(self, desc: GemmDesc, device: str = "cuda"):
         import torch
+
         from kernelcast.collect.kernels import triton_gemm
 
         a, b = _operands(desc, device)

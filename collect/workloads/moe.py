@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, divisible_16, randn
 from kernelcast.features.ops.moe import MoeDesc, expert_counts
@@ -105,6 +106,7 @@ class TritonMoe(_MoeBackend):
 
     def build(self, desc: MoeDesc, device: str = "cuda"):
         import torch
+
         from kernelcast.collect.kernels import triton_moe
 
         x, w1, w2, ids, weights = _inputs(desc, device)

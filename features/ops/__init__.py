@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from kernelcast.features.fields import ABSENT, CustomField, Field, Rule
 
 Columns = Mapping[str, np.ndarray]

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Mapping
 
 import numpy as np
+
 from kernelcast.features.common import gpu_columns
 from kernelcast.features.fields import DTYPE_BYTES, BoolField, ChoiceField, IntField, Rule
 from kernelcast.features.gpu import get_gpu

@@ -4,6 +4,7 @@ analytical efficiency."""
 from __future__ import annotations
 
 import numpy as np
+
 from kernelcast.features.common import (
     clock_features,
     config_values,

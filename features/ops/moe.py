@@ -9,6 +9,7 @@ import json
 import re
 
 import numpy as np
+
 from kernelcast.features.common import (
     clock_features,
     config_values,
