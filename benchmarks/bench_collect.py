@@ -1,7 +1,7 @@
 """Collector throughput: configs measured per GPU-minute, of the shard path and the local multi-GPU path, or from logs.
 
     # on a GPU host: one plan, measured by `collect run --shard 0/1` and by `gpu_job`, same GPUs, same chunk
-    python3 benchmarks/bench_collect.py --compare --sweep gemm_cublas --count 2000 --gpus 0 --out /tmp/kc_bench
+    python3 benchmarks/bench_collect.py --compare --sweep gemm_cublas --count 2000 --gpus 0 --out DIR
     python3 benchmarks/bench_collect.py --compare ... --chunks 1,8,32,100   # the shard path at each chunk size too
     python3 benchmarks/bench_collect.py OUT            # summarise OUT/timing.jsonl (written by either path)
     python3 benchmarks/bench_collect.py benchmarks/results/collect_h200x2_20261129_cupti.jsonl   # a saved log
