@@ -19,11 +19,7 @@ from kernelcast import predict_many
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import op_names
 from kernelcast.training.data import load_rows
-
-
-def _stats(pred: np.ndarray, measured: np.ndarray) -> dict[str, float]:
-    ape = np.abs(pred / measured - 1)
-    return {"median_ape": float(np.median(ape)), "p90_ape": float(np.quantile(ape, 0.9)), "mape": float(ape.mean())}
+from kernelcast.training.evaluate import metrics
 
 
 def evaluate(op: str) -> list[dict]:
@@ -39,15 +35,15 @@ def evaluate(op: str) -> list[dict]:
     for backend in sorted(rows["backend"].unique()):
         mine = (rows["backend"] == backend).to_numpy()
         got = learned[mine]
-        inside = (measured[mine] >= got["low_us"].to_numpy()) & (measured[mine] <= got["high_us"].to_numpy())
+        stats = metrics(measured[mine], got["latency_us"].to_numpy(dtype=np.float64), got["low_us"], got["high_us"])
         out.append(
             {
                 "op": op,
                 "backend": backend,
                 "rows": int(mine.sum()),
-                "learned": _stats(got["latency_us"].to_numpy(dtype=np.float64), measured[mine]),
-                "analytical": _stats(analytical["latency_us"].to_numpy(dtype=np.float64)[mine], measured[mine]),
-                "interval_coverage": float(inside.mean()),
+                "learned": stats,
+                "analytical": metrics(measured[mine], analytical["latency_us"].to_numpy(dtype=np.float64)[mine]),
+                "interval_coverage": stats["coverage"],
                 "learned_share": float(got["model"].str.startswith("learned").mean()),
                 "in_distribution_share": float(got["in_distribution"].mean()),
             }

@@ -84,6 +84,20 @@ def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:
     return np.asarray([_peak(*str(u).split("|")) for u in uniq])[inv]
 
 
+def roofline_floors(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, gpu) -> dict[str, np.ndarray]:
+    """FLOPs, minimum bytes, arithmetic intensity and the compute, memory and roofline floors (µs) of a compute op."""
+    compute_floor = flops / peak * 1e6
+    memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "arithmetic_intensity": flops / nbytes,
+        "compute_floor_us": compute_floor,
+        "memory_floor_us": memory_floor,
+        "floor_us": np.maximum(compute_floor, memory_floor),
+    }
+
+
 def tile_waves(tiles: np.ndarray, sm_count: np.ndarray, per_sm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Waves of ``tiles`` work units over the SMs, and the wave efficiency tiles / (waves × slots)."""
     slots = sm_count * per_sm

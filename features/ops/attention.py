@@ -13,6 +13,7 @@ from kernelcast.features.common import (
     per_backend,
     resident_ctas,
     roofline_assumptions,
+    roofline_floors,
     roofline_latency,
     tile_waves,
     triton_configs,
@@ -44,8 +45,6 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     kv_bytes = 2 * b * hkv * skv * d * elem
     nbytes = 2 * q_bytes + kv_bytes  # Q read, O written, K and V read once
     peak = peak_per_row(gpu, cols["dtype"])
-    compute_floor = flops / peak * 1e6
-    memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     cfg = triton_configs(cols)
     bm, bn, warps, stages = config_values(
         cfg, ("block_m", "block_n", "num_warps", "num_stages"), (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan)
@@ -53,12 +52,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     units = np.ceil(sq / bm) * hq * b
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
-        "flops": flops,
-        "bytes": nbytes,
-        "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor,
-        "memory_floor_us": memory_floor,
-        "floor_us": np.maximum(compute_floor, memory_floor),
+        **roofline_floors(flops, nbytes, peak, gpu),
         "log_batch": np.log2(b),
         "heads_q": hq,
         "heads_kv": hkv,

@@ -13,6 +13,7 @@ from kernelcast.features.common import (
     per_backend,
     resident_ctas,
     roofline_assumptions,
+    roofline_floors,
     roofline_latency,
     tile_waves,
     triton_configs,
@@ -62,8 +63,6 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     a_bytes, b_bytes, c_bytes = batch * m * k * in_b, batch * k * n * in_b, batch * m * n * out_b
     nbytes = a_bytes + b_bytes + c_bytes
     peak = peak_per_row(gpu, cols["dtype"])
-    compute_floor = flops / peak * 1e6
-    memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     hbm, hbn, hsplit = heuristic_tiles(m, n, k, batch, gpu["sm_count"])
     cfg = triton_configs(cols)
     bm, bn, bk, split_k, warps, stages, group_m = config_values(
@@ -75,12 +74,7 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     l2 = gpu["l2_bytes"]
     return {
-        "flops": flops,
-        "bytes": nbytes,
-        "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor,
-        "memory_floor_us": memory_floor,
-        "floor_us": np.maximum(compute_floor, memory_floor),
+        **roofline_floors(flops, nbytes, peak, gpu),
         "log_m": np.log2(m),
         "log_n": np.log2(n),
         "log_k": np.log2(k),

@@ -18,6 +18,7 @@ from kernelcast.features.common import (
     per_backend,
     resident_ctas,
     roofline_assumptions,
+    roofline_floors,
     roofline_latency,
     tile_waves,
     triton_configs,
@@ -145,19 +146,12 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     act_bytes = 2 * tokens * hidden * elem + tokens * top_k * (up_width + ffn) * elem
     nbytes = weight_bytes + act_bytes
     peak = peak_per_row(gpu, cols["dtype"])
-    compute_floor = flops / peak * 1e6
-    memory_floor = nbytes / gpu["memory_bandwidth_bps"] * 1e6
     # grouped GEMM up: one tile per (expert m-block, n-block); block_n 128 assumed
     tiles = stats["m_tiles"] * np.ceil(up_width / 128)
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     mean_load = tokens * top_k / experts
     return {
-        "flops": flops,
-        "bytes": nbytes,
-        "arithmetic_intensity": flops / nbytes,
-        "compute_floor_us": compute_floor,
-        "memory_floor_us": memory_floor,
-        "floor_us": np.maximum(compute_floor, memory_floor),
+        **roofline_floors(flops, nbytes, peak, gpu),
         "log_tokens": np.log2(tokens),
         "hidden": hidden,
         "ffn": ffn,
