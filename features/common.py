@@ -234,3 +234,43 @@ def resident_ctas(
         "accumulator_spill": spill,
         "log_units_per_slot": np.log2(units / slots),
     }
+
+
+#: elements one block of PyTorch's eager elementwise/copy kernels covers (TensorIterator: 128 threads × 4)
+ELEMENTS_PER_BLOCK = 512
+#: blocks of 128 threads resident per SM when nothing else limits them (2048 threads per SM)
+BLOCKS_PER_SM = 16
+#: fraction of the fp32 vector peak a pointwise kernel's arithmetic reaches (transcendentals run on the SFUs)
+VECTOR_EFFICIENCY = 0.5
+
+
+def stream_features(nbytes: np.ndarray, elements: np.ndarray, flops: np.ndarray, gpu) -> dict[str, np.ndarray]:
+    """What the memory-bound families (elementwise, reduction, copy) share: roofline floors with the arithmetic
+    at the fp32 vector peak, sizes in log2, the blocks and waves of an eager grid, whether the bytes fit L2."""
+    elements = np.asarray(elements, dtype=np.float64)
+    peak = peak_per_row(gpu, np.full(len(elements), "fp32", dtype=object))
+    blocks = np.ceil(elements / ELEMENTS_PER_BLOCK)
+    waves, wave_eff = tile_waves(blocks, gpu["sm_count"], per_sm=BLOCKS_PER_SM)
+    return {
+        **roofline_floors(flops, nbytes, peak, gpu),
+        "log_elements": np.log2(elements),
+        "log_bytes": np.log2(nbytes),
+        "blocks": blocks,
+        "waves": waves,
+        "wave_efficiency": wave_eff,
+        "fits_l2": (nbytes <= gpu["l2_bytes"]).astype(np.float64),
+        "bytes_per_sm": nbytes / gpu["sm_count"],
+    }
+
+
+def stream_latency(cols, f) -> tuple[np.ndarray, np.ndarray]:
+    """The analytical answer of a memory-bound kernel: bytes at ``MEMORY_EFFICIENCY`` of HBM (arithmetic at
+    ``VECTOR_EFFICIENCY`` of the vector peak), plus one kernel's fixed time."""
+    return roofline_latency(f, np.full(len(f["bytes"]), VECTOR_EFFICIENCY), 1.0)
+
+
+def stream_assumptions(what: str) -> str:
+    return (
+        f"{what}: bytes at {MEMORY_EFFICIENCY:.0%} of HBM bandwidth, arithmetic at {VECTOR_EFFICIENCY:.0%} of the "
+        f"fp32 vector peak, {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, 1 kernel"
+    )

@@ -29,6 +29,9 @@ DTYPE_BYTES = {
     "fp8_block": 1,
     "int8": 1,
     "nvfp4": 0.5,
+    "int64": 8,  # indices, positions, masks: what memory-bound kernels of real layers also move
+    "int32": 4,
+    "bool": 1,
 }
 #: which peak-rate key of the GPU spec a dtype runs at
 DTYPE_PEAK = {
@@ -61,6 +64,8 @@ DTYPE_ALIASES = {
     "e5m2": "fp8_e5m2",
     "int8": "int8",
     "fp4": "nvfp4",
+    "long": "int64",
+    "bool_": "bool",
 }
 #: backends of outside data: aiconfigurator-core's tables keep their framework's name (another backend, not a duplicate)
 OUTSIDE_BACKENDS = ("trtllm", "vllm", "sglang")

@@ -32,4 +32,4 @@ def get_backend(op: str, name: str) -> Any:
     return table[name]
 
 
-from kernelcast.collect.workloads import attention, gemm, moe  # noqa: E402,F401 - registration
+from kernelcast.collect.workloads import attention, copy, elementwise, gemm, moe, reduction  # noqa: E402,F401 - registration

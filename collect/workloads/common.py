@@ -29,6 +29,9 @@ def torch_dtype(name: str):
         "fp16": torch.float16,
         "fp8_e4m3": torch.float8_e4m3fn,
         "fp8_e5m2": torch.float8_e5m2,
+        "int64": torch.int64,
+        "int32": torch.int32,
+        "bool": torch.bool,
     }
     if name not in table:
         raise ValueError(f"dtype must be one of {', '.join(table)}; got {name!r}")
@@ -54,6 +57,18 @@ def randn(shape: tuple[int, ...], dtype: str, scale: float = 1.0, seed: int = 0,
     if scale != 1.0:
         x.mul_(scale)
     return x.to(torch_dtype(dtype))
+
+
+def values(shape: tuple[int, ...], dtype: str, seed: int = 0):
+    """Seeded inputs of any dtype a memory-bound kernel moves: normal floats, integers in [-8, 8), random bools."""
+    import torch
+
+    if dtype in ("int64", "int32"):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randint(-8, 8, shape, device="cuda", dtype=torch_dtype(dtype), generator=gen)
+    if dtype == "bool":
+        return randn(shape, "bf16", seed=seed) > 0
+    return randn(shape, dtype, seed=seed)
 
 
 def compare(out: Any, ref: Any, dtype: str, fused: bool = False) -> str | None:

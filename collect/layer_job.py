@@ -1,0 +1,293 @@
+"""Whole decoder layers and the host launch cost on a GPU (issue 14's validation set).
+
+Three measurements, one JSON-lines file each under ``--out``:
+
+* ``layers.jsonl``: eager decoder layers of real models (``features/layers.py``: the same call ``predict_module``
+  predicts), prefill and decode with a KV cache, each call preceded by the L2 flush and a synchronize. Per call:
+  device time (sum of its kernels, CUPTI), span (first kernel start to last kernel end: the host launch path shows
+  here) and, replayed as a CUDA graph, the same two. The kernels (name, µs) of the median eager call are kept.
+* ``launch.jsonl``: N back-to-back calls of one small op, eager and as a CUDA graph: span / N is the per-kernel
+  issue interval when the host is the bottleneck; device time / N the kernel itself.
+* ``sdpa.jsonl``: which SDPA backend torch picks for attention shapes (the kernel names it launches).
+
+Run on a GPU host: ``python3 -m kernelcast.collect.layer_job --out DIR``. Resumable: a point already in a file is
+skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kernelcast.collect.timers import END_NAME, FLUSH_NAME, KernelEvent, _separators, _trace_events
+
+REPEATS = 8
+#: (model, tp, phase, batch, seq, context): prefill fills an empty cache, decode adds 1 token to `context`
+POINTS_PREFILL = ((1, 128), (1, 512), (1, 2048), (4, 1024), (1, 8192), (2, 333))
+POINTS_DECODE = ((1, 512), (8, 2048), (32, 1024), (64, 4096), (128, 512), (16, 8191))
+MODELS = (
+    ("llama3_8b", 1),
+    ("llama3_70b", 8),
+    ("qwen2_5_7b", 1),
+    ("mistral_7b_v0_3", 1),
+    ("qwen3_8b", 1),
+    ("mixtral_8x7b", 1),
+    ("qwen3_30b_a3b", 1),
+    ("deepseek_v3", 8),
+)
+
+
+def layer_points() -> list[dict]:
+    out = []
+    for model, tp in MODELS:
+        out += [dict(model=model, tp=tp, phase="prefill", batch=b, seq=s, context=0) for b, s in POINTS_PREFILL]
+        out += [dict(model=model, tp=tp, phase="decode", batch=b, seq=1, context=c) for b, c in POINTS_DECODE]
+    return out
+
+
+def _segments(events: list[KernelEvent]) -> list[list[KernelEvent]]:
+    """Kernels between each flush and the next end marker, in start order."""
+    out, cur = [], None
+    for e in sorted(events, key=lambda e: e.start_ns):
+        if FLUSH_NAME in e.name:
+            cur = []
+        elif END_NAME in e.name:
+            if cur is not None:
+                out.append(cur)
+            cur = None
+        elif cur is not None:
+            cur.append(e)
+    return out
+
+
+def _summary(seg: list[KernelEvent]) -> tuple[float, float]:
+    device = sum(e.dur_ns for e in seg) / 1e3
+    span = (max(e.start_ns + e.dur_ns for e in seg) - min(e.start_ns for e in seg)) / 1e3 if seg else 0.0
+    return device, span
+
+
+def time_calls(fns: Sequence[Callable[[], object]], repeats: int = REPEATS) -> list[list[list[KernelEvent]]]:
+    """Each fn called ``repeats`` times after a warm-up, each call between an L2 flush + sync and an end marker."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    sep, end = _separators("cold")
+    for fn in fns:
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for fn in fns:
+            for _ in range(repeats):
+                sep()
+                torch.cuda.synchronize()
+                fn()
+                end()
+                torch.cuda.synchronize()
+    segs = _segments(_trace_events(prof))
+    if len(segs) != len(fns) * repeats:
+        raise RuntimeError(f"trace holds {len(segs)} calls for {len(fns) * repeats} issued")
+    return [segs[i * repeats : (i + 1) * repeats] for i in range(len(fns))]
+
+
+def as_graph(fn: Callable[[], object], after: Callable[[], None] | None = None) -> Callable[[], object]:
+    """``fn`` captured in a CUDA graph (after side-stream warm-up); the returned call replays it."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+            if after:
+                after()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    if after:
+        after()
+    return graph.replay
+
+
+def _stats(segs: list[list[KernelEvent]]) -> dict:
+    dev, span = zip(*(_summary(s) for s in segs))
+    return {"device_us": list(dev), "span_us": list(span), "kernels": len(segs[0])}
+
+
+def _append(path: Path, row: dict) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+
+
+def _done(path: Path, keys: tuple[str, ...]) -> set:
+    if not path.exists():
+        return set()
+    return {tuple(json.loads(line)[k] for k in keys) for line in path.read_text().splitlines() if line.strip()}
+
+
+def run_layers(out: Path, budget_s: float, t0: float) -> None:
+    import torch
+
+    from kernelcast.features import layers
+
+    path = out / "layers.jsonl"
+    keys = ("model", "tp", "phase", "batch", "seq", "context")
+    done = _done(path, keys)
+    points = [p for p in layer_points() if tuple(p[k] for k in keys) not in done]
+    by_model: dict = {}
+    for p in points:
+        by_model.setdefault((p["model"], p["tp"]), []).append(p)
+    for (name, tp), pts in by_model.items():
+        if time.time() - t0 > budget_s:
+            print(f"layers: budget spent, {name} tp{tp} and later not run", flush=True)
+            return
+        model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+        for p in pts:
+            row = dict(p)
+            try:
+                with torch.no_grad():
+                    call = layers.layer_call(model, p["phase"], p["batch"], p["seq"], p["context"])
+
+                    def eager(call=call):
+                        call.fn(*call.args, **call.kwargs)
+                        call.after()
+
+                    (segs,) = time_calls([eager])
+                    row["eager"] = _stats(segs)
+                    med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
+                    row["eager"]["kernel_list"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
+                    try:
+                        replay = as_graph(lambda call=call: call.fn(*call.args, **call.kwargs), call.after)
+                        (gsegs,) = time_calls([replay])
+                        row["graph"] = _stats(gsegs)
+                    except Exception as exc:  # noqa: BLE001 - recorded per point
+                        row["graph_error"] = f"{type(exc).__name__}: {exc}"[:400]
+            except Exception as exc:  # noqa: BLE001 - recorded per point
+                row["error"] = f"{type(exc).__name__}: {exc}"[:400]
+            _append(path, row)
+            dev = statistics.median(row["eager"]["device_us"]) if "eager" in row else float("nan")
+            print(
+                f"layer {name} tp{tp} {p['phase']} b{p['batch']} s{p['seq']} c{p['context']}: {dev:.1f} us "
+                f"{row.get('error', '')}",
+                flush=True,
+            )
+        del model
+        torch.cuda.empty_cache()
+
+
+def _launch_ops():
+    """name -> a call of one small kernel (its inputs made once)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(1, 8, 16, 64, device="cuda", dtype=torch.bfloat16)
+    idx = torch.arange(16, device="cuda")
+    return {
+        "add": lambda: x + x,
+        "mul_scalar": lambda: x * 2.0,
+        "silu": lambda: F.silu(x),
+        "cast": lambda: x.float(),
+        "sum": lambda: x.sum(-1),
+        "softmax": lambda: torch.softmax(x, -1),
+        "rms_norm": lambda: F.rms_norm(x, (64,), w[0]),
+        "cat": lambda: torch.cat([x, x], -1),
+        "index_select": lambda: x.index_select(0, idx),
+        "contiguous": lambda: x.t().contiguous(),
+        "linear": lambda: F.linear(x, w),
+        "sdpa": lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True),
+        "topk": lambda: torch.topk(x, 2, -1),
+    }
+
+
+def run_launch(out: Path, n: int = 100) -> None:
+    path = out / "launch.jsonl"
+    done = _done(path, ("op",))
+    for name, op in _launch_ops().items():
+        if (name,) in done:
+            continue
+
+        def many(op=op):
+            for _ in range(n):
+                op()
+
+        (segs,) = time_calls([many], repeats=5)
+        (gsegs,) = time_calls([as_graph(many)], repeats=5)
+        e, g = _stats(segs), _stats(gsegs)
+        row = {"op": name, "n": n, "eager": e, "graph": g, "kernels_per_call": e["kernels"] / n}
+        _append(path, row)
+        print(
+            f"launch {name}: eager span/n {statistics.median(e['span_us']) / n:.2f} us, "
+            f"device/n {statistics.median(e['device_us']) / n:.2f} us, "
+            f"graph span/n {statistics.median(g['span_us']) / n:.2f} us",
+            flush=True,
+        )
+
+
+def run_sdpa(out: Path) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    path = out / "sdpa.jsonl"
+    if path.exists():
+        return
+    shapes = [
+        (1, 32, 8, 128, 128, 128, 128),
+        (4, 32, 8, 1, 2048, 128, 128),
+        (1, 128, 128, 512, 512, 192, 128),
+        (1, 16, 16, 64, 4096, 64, 64),
+        (1, 32, 32, 2048, 2048, 256, 256),
+        (8, 64, 8, 1, 8191, 128, 128),
+    ]
+    for b, hq, hkv, sq, skv, dk, dv in shapes:
+        q = torch.randn(b, hq, sq, dk, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, hkv, skv, dk, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, hkv, skv, dv, device="cuda", dtype=torch.bfloat16)
+        for causal in (True, False):
+            for gqa in (True, False):
+                if not gqa and hq != hkv:
+                    kk, vv = k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)
+                else:
+                    kk, vv = k, v
+                try:
+                    call = functools.partial(
+                        F.scaled_dot_product_attention, q, kk, vv, is_causal=causal and sq > 1, enable_gqa=gqa
+                    )
+                    (segs,) = time_calls([call], repeats=2)
+                    names = [e.name[:120] for e in segs[0]]
+                except Exception as exc:  # noqa: BLE001
+                    names = [f"error {type(exc).__name__}: {exc}"[:200]]
+                _append(
+                    path,
+                    {"shape": [b, hq, hkv, sq, skv, dk, dv], "causal": causal, "enable_gqa": gqa, "kernels": names},
+                )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kernelcast.collect.layer_job", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="output folder (resumable)")
+    p.add_argument("--budget-s", type=float, default=400.0, help="start no new model after this many seconds")
+    p.add_argument("--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, launch, layers")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    parts = args.parts.split(",")
+    if "sdpa" in parts:
+        run_sdpa(out)
+    if "launch" in parts:
+        run_launch(out)
+    if "layers" in parts:
+        run_layers(out, args.budget_s, t0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""Elementwise workload: PyTorch's eager pointwise kernels (TensorIterator) on full, broadcast and strided inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernelcast.collect.workloads import register
+from kernelcast.collect.workloads.common import TOLERANCE, BackendBase, compare, torch_dtype, values
+from kernelcast.features.ops.elementwise import ElementwiseDesc
+
+UNARY = ("neg", "abs", "clamp", "exp", "log", "sqrt", "rsqrt", "pow", "sigmoid", "silu", "gelu", "tanh", "sin", "cos")
+BINARY = ("add", "sub", "mul", "div", "compare")  # one operand: with a Python scalar
+FLOATS = ("fp32", "bf16", "fp16")
+POSITIVE = ("log", "sqrt", "rsqrt")  # measured on |x| + 0.5: finite outputs for the output check
+
+
+def _operands(fn: str) -> tuple[int, ...]:
+    return {"fill": (0,), "cast": (1,), "where": (1, 2, 3), **dict.fromkeys(BINARY, (1, 2))}.get(fn, (1,))
+
+
+def _call(fn: str, ops: list, out_dtype):
+    import torch
+    import torch.nn.functional as F
+
+    if fn in UNARY:
+        x = ops[0]
+        return {
+            "clamp": lambda: x.clamp(-1.0, 1.0),
+            "pow": lambda: x.pow(2),
+            "silu": lambda: F.silu(x),
+            "gelu": lambda: F.gelu(x, approximate="tanh"),
+        }.get(fn, lambda: getattr(torch, fn)(x))
+    if fn == "cast":
+        return lambda: ops[0].to(out_dtype)
+    if fn == "fill":
+        return lambda: ops[0].fill_(1.0)
+    if fn == "where":
+        cond = ops[0] > 0
+        rest = ops[1:] + [0.5] * (3 - len(ops))
+        return lambda: torch.where(cond, rest[0], rest[1])
+    a, b = (ops + [0.5])[:2]
+    op = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "compare": torch.gt}[fn]
+    return lambda: op(a, b)
+
+
+class TorchElementwise(BackendBase):
+    """``torch.<fn>`` on the description's operands; ``contiguous=False`` reads every full-size input transposed."""
+
+    name = "torch"
+
+    def supports(self, desc: ElementwiseDesc, device=None) -> str | None:
+        n = desc.inputs + desc.broadcast_inputs
+        if n not in _operands(desc.fn):
+            return f"elementwise {desc.fn!r} takes {' or '.join(map(str, _operands(desc.fn)))} tensor operands; got {n}"
+        if desc.fn == "compare" and desc.dtype != "bool":
+            return f"compare writes bool; got dtype {desc.dtype!r}"
+        if desc.fn not in ("compare", "cast") and desc.dtype != desc.in_dtype:
+            return (
+                f"{desc.fn!r} writes its input dtype {desc.in_dtype!r}; got dtype {desc.dtype!r} (a cast is fn='cast')"
+            )
+        if desc.fn in UNARY + ("div", "where") and desc.in_dtype not in FLOATS:
+            return f"{desc.fn!r} is measured on {', '.join(FLOATS)} inputs; got in_dtype {desc.in_dtype!r}"
+        if desc.fn == "fill" and desc.contiguous is False:
+            return "fill writes a fresh contiguous output; contiguous=False does not apply"
+        return None
+
+    def class_key(self, desc: ElementwiseDesc) -> tuple:
+        return ("elementwise", desc.fn, desc.dtype, desc.in_dtype, desc.inputs, desc.broadcast_inputs, desc.contiguous)
+
+    @staticmethod
+    def small(desc: ElementwiseDesc) -> ElementwiseDesc:
+        be = desc.broadcast_elements if desc.broadcast_elements <= 4096 else 1
+        return dataclasses.replace(desc, elements=be * max(1, 12288 // be), broadcast_elements=be)
+
+    def build(self, desc: ElementwiseDesc):
+        be = desc.broadcast_elements
+        rows = desc.elements // be
+        shape = (rows, be)
+        ops = []
+        for i in range(desc.inputs):
+            x = values(shape[::-1], desc.in_dtype, seed=1 + i).t() if not desc.contiguous else None
+            ops.append(x if x is not None else values(shape, desc.in_dtype, seed=1 + i))
+        ops += [values((be,), desc.in_dtype, seed=10 + i) for i in range(desc.broadcast_inputs)]
+        if desc.fn == "fill":
+            ops = [values(shape, desc.dtype, seed=1)]
+        if desc.fn in POSITIVE:
+            ops = [ops[0].abs().add_(0.5)]
+        call = _call(desc.fn, ops, torch_dtype(desc.dtype))
+        ref = _call(desc.fn, [o.double() for o in ops], None) if desc.fn != "cast" else (lambda: ops[0])
+        return call, lambda: ref().double()
+
+    def check(self, desc: ElementwiseDesc) -> str | None:
+        small = self.small(desc)
+        call, reference = self.build(small)
+        return compare(call().double(), reference(), tolerance_dtype(small.dtype, small.in_dtype))
+
+
+def tolerance_dtype(*dtypes: str) -> str:
+    """The first float dtype of ``dtypes`` with a tolerance (bool and integer outputs are compared as fp32)."""
+    return next((d for d in dtypes if d in TOLERANCE), "fp32")
+
+
+register("elementwise", TorchElementwise())

@@ -1,0 +1,100 @@
+"""Memory movement of eager layers: copies (contiguous and strided, e.g. a transpose made contiguous), cat, gathers
+(index_select, embedding) and scatter-adds (index_add_, as MoE loops combine experts). ``elements`` moved, in
+contiguous runs of ``run`` elements."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelcast.features.common import clock_features, lookup, stream_assumptions, stream_features, stream_latency
+from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule
+from kernelcast.features.ops import OpSpec, register
+
+FNS = ("copy", "cat", "gather", "scatter_add")
+INDEXED = ("gather", "scatter_add")
+
+
+def _default_run(c) -> np.ndarray:
+    return np.asarray(c["elements"], dtype=np.int64)
+
+
+def _default_table(c) -> np.ndarray:
+    return np.asarray(c["elements"], dtype=np.int64) // np.asarray(c["run"], dtype=np.int64)
+
+
+def copy_bytes(cols) -> np.ndarray:
+    """Read and write every element; an indexed op also reads one int64 index per run, and a scatter-add reads the
+    rows it adds into."""
+    e = np.asarray(cols["elements"], dtype=np.float64)
+    b = lookup(cols["dtype"], "bytes")
+    fn = np.asarray(cols["fn"], dtype=object)
+    runs = e / np.asarray(cols["run"], dtype=np.float64)
+    return 2 * e * b + np.isin(fn, INDEXED) * runs * 8 + (fn == "scatter_add") * e * b
+
+
+def copy_flops(cols) -> np.ndarray:
+    fn = np.asarray(cols["fn"], dtype=object)
+    return (fn == "scatter_add") * np.asarray(cols["elements"], dtype=np.float64)
+
+
+def copy_features(cols, gpu) -> dict[str, np.ndarray]:
+    e = np.asarray(cols["elements"], dtype=np.float64)
+    run = np.asarray(cols["run"], dtype=np.float64)
+    b = lookup(cols["dtype"], "bytes")
+    table = np.asarray(cols["table_rows"], dtype=np.float64)
+    return {
+        **stream_features(copy_bytes(cols), e, copy_flops(cols), gpu),
+        "log_run": np.log2(run),
+        "log_run_bytes": np.log2(run * b),
+        "log_runs": np.log2(e / run),
+        "run_16b_aligned": ((run * b) % 16 == 0).astype(np.float64),
+        "elem_bytes": b,
+        "pieces": np.asarray(cols["inputs"], dtype=np.float64),
+        "log_table_rows": np.log2(table),
+        "table_fits_l2": (table * run * b <= gpu["l2_bytes"]).astype(np.float64),
+    }
+
+
+def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
+    return clock_features(base)
+
+
+SPEC = register(
+    OpSpec(
+        name="copy",
+        doc="memory movement: copy (contiguous or strided), cat of `inputs` pieces, gather (index_select/embedding) "
+        "and scatter_add (index_add_) of rows; `elements` moved in contiguous runs of `run` elements",
+        fields={
+            "elements": IntField(1, MAX_ELEMENTS),
+            "fn": ChoiceField(FNS),
+            "run": IntField(1, MAX_ELEMENTS, default=_default_run),
+            "inputs": IntField(1, 4096, default=1),
+            "table_rows": IntField(1, MAX_ELEMENTS, default=_default_table),
+        },
+        dtypes=("fp32", "bf16", "fp16", "fp8_e4m3", "int64", "int32", "bool"),
+        backends=("torch",),
+        rules=(
+            Rule(
+                "run",
+                lambda c: (c["run"] <= c["elements"]) & (c["elements"] % c["run"] == 0),
+                lambda c: f"a divisor of elements={c['elements']} (elements move in runs of `run`)",
+            ),
+            Rule(
+                "inputs",
+                lambda c: (c["fn"] == "cat") | (c["inputs"] == 1),
+                lambda c: f"1 unless fn is 'cat' (fn={c['fn']!r})",
+            ),
+        ),
+        checks_dtype_on_gpu=False,
+        features=copy_features,
+        learned_features=learned_features,
+        flops=copy_flops,
+        analytical=stream_latency,
+        analytical_assumptions=stream_assumptions("read + write"),
+        example={"elements": 1 << 20, "fn": "copy", "run": 128, "dtype": "bf16", "backend": "torch"},
+        categorical=("backend", "dtype", "source", "fn"),
+        range_columns=("elements",),
+        size_feature="bytes",
+    )
+)
+CopyDesc = SPEC.desc_type
