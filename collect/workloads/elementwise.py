@@ -52,6 +52,8 @@ class TorchElementwise(BackendBase):
         n = desc.inputs + desc.broadcast_inputs
         if n not in _operands(desc.fn):
             return f"elementwise {desc.fn!r} takes {' or '.join(map(str, _operands(desc.fn)))} tensor operands; got {n}"
+        if desc.fn == "cast" and desc.dtype == desc.in_dtype:
+            return f"a cast to its own dtype {desc.dtype!r} launches no kernel"
         if desc.fn == "compare" and desc.dtype != "bool":
             return f"compare writes bool; got dtype {desc.dtype!r}"
         if desc.fn not in ("compare", "cast") and desc.dtype != desc.in_dtype:
