@@ -70,6 +70,19 @@ def reduction_features(cols, gpu) -> dict[str, np.ndarray]:
         "out_bytes": lookup(cols["out_dtype"], "bytes"),
         "log_k": np.log2(np.asarray(cols["k"], dtype=np.float64)),
         "row_bytes": red * lookup(cols["dtype"], "bytes"),
+        **row_alignment(red, lookup(cols["dtype"], "bytes")),
+    }
+
+
+def row_alignment(red: np.ndarray, elem_bytes: np.ndarray) -> dict[str, np.ndarray]:
+    """How a row sits against vector widths: PyTorch's norm and reduce kernels take their vectorized single-kernel
+    paths only when a row is a multiple of the vector width (LayerNorm: 2 kernels, moments then normalize, on
+    ragged rows; 1 fused kernel on aligned ones, as the H200 rows show)."""
+    iv = red.astype(np.int64)
+    return {
+        "reduce_align_log2": np.minimum(np.log2(iv & -iv), 8.0),
+        "row_16b_aligned": ((iv * elem_bytes) % 16 == 0).astype(np.float64),
+        "reduce_mod_32": (iv % 32) / 32,
     }
 
 
