@@ -270,11 +270,55 @@ def run_sdpa(out: Path) -> None:
                 )
 
 
+#: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``
+TRACE_POINTS = (("llama3_8b", 1, "prefill", 1, 512, 0), ("qwen3_30b_a3b", 1, "decode", 8, 1, 2048))
+
+
+def run_trace(out: Path) -> None:
+    """A torch.profiler Chrome trace (CPU + CUDA, record_shapes) of one warm call of each ``TRACE_POINTS`` layer."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernelcast.features import layers
+
+    for name, tp, phase, batch, seq, context in TRACE_POINTS:
+        model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+        with torch.no_grad():
+            call = layers.layer_call(model, phase, batch, seq, context)
+            for _ in range(3):
+                call.fn(*call.args, **call.kwargs)
+                call.after()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+                call.fn(*call.args, **call.kwargs)
+                torch.cuda.synchronize()
+            call.after()
+        prof.export_chrome_trace(str(out / f"trace_{name}_{phase}_b{batch}_s{seq}_c{context}.json"))
+        del model
+        torch.cuda.empty_cache()
+
+
+def run_once(out: Path) -> None:
+    """One warm-up and one call of the first ``TRACE_POINTS`` layer: the process ``ncu`` profiles."""
+    import torch
+
+    from kernelcast.features import layers
+
+    name, tp, phase, batch, seq, context = TRACE_POINTS[0]
+    model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+    with torch.no_grad():
+        call = layers.layer_call(model, phase, batch, seq, context)
+        for _ in range(2):
+            call.fn(*call.args, **call.kwargs)
+            call.after()
+    torch.cuda.synchronize()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernelcast.collect.layer_job", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--budget-s", type=float, default=400.0, help="start no new model after this many seconds")
-    p.add_argument("--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, launch, layers")
+    p.add_argument("--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, launch, layers, trace, once")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -286,6 +330,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_launch(out)
     if "layers" in parts:
         run_layers(out, args.budget_s, t0)
+    if "trace" in parts:
+        run_trace(out)
+    if "once" in parts:
+        run_once(out)
     return 0
 
 
