@@ -125,5 +125,42 @@ class TritonGemm(BackendBase):
         return call, _reference(a, b, desc.layout)
 
 
+class GroupedMm(BackendBase):
+    """``torch._grouped_mm`` as Hugging Face's MoE experts call it: A[batch·m, k] against W[batch, n, k]ᵀ, groups of m
+    rows (offsets every m), bf16 in and out."""
+
+    name = "grouped"
+
+    def supports(self, desc: GemmDesc, device=None) -> str | None:
+        if desc.dtype != "bf16" or desc.out_dtype != "bf16" or desc.layout != "nt":
+            return f"grouped GEMM measures bf16 in/out, layout nt; got {desc.dtype}/{desc.out_dtype}/{desc.layout}"
+        if desc.k % 8 or desc.n % 8:
+            return f"torch._grouped_mm needs k and n multiples of 8 (16 B rows); got k={desc.k}, n={desc.n}"
+        return None
+
+    def class_key(self, desc: GemmDesc) -> tuple:
+        return ("gemm", self.name, desc.dtype)
+
+    @staticmethod
+    def small(desc: GemmDesc) -> GemmDesc:
+        return dataclasses.replace(desc, m=37, n=136, k=264, batch=min(desc.batch, 4))
+
+    def build(self, desc: GemmDesc):
+        import torch
+
+        a = randn((desc.batch * desc.m, desc.k), desc.dtype, seed=1)
+        w = randn((desc.batch, desc.n, desc.k), desc.dtype, seed=2, scale=desc.k**-0.5)
+        offs = torch.arange(1, desc.batch + 1, device="cuda", dtype=torch.int32) * desc.m
+        bt = w.transpose(-1, -2)
+
+        def ref():
+            return torch.cat(
+                [a[i * desc.m : (i + 1) * desc.m].double() @ bt[i].double() for i in range(desc.batch)], dim=0
+            )
+
+        return functools.partial(torch._grouped_mm, a, bt, offs=offs), ref
+
+
 register("gemm", Cublas())
+register("gemm", GroupedMm())
 register("gemm", TritonGemm())

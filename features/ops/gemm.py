@@ -191,7 +191,7 @@ def occupancy_features(base) -> dict[str, np.ndarray]:
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a
 #: 4096³ bf16 torch.matmul on our H200 (reference/measurement.md); kernelcast's own Triton kernel less
-COMPUTE_EFFICIENCY = {"cublas": 0.80, "triton": 0.70, "trtllm": 0.80, "vllm": 0.80, "sglang": 0.80}
+COMPUTE_EFFICIENCY = {"cublas": 0.80, "triton": 0.70, "grouped": 0.70, "trtllm": 0.80, "vllm": 0.80, "sglang": 0.80}
 #: plain fp32 GEMM runs on the SIMT units, closer to their peak than tensor-core loops are to theirs
 FP32_SIMT_EFFICIENCY = 0.85
 
@@ -227,7 +227,9 @@ SPEC = register(
             "out_dtype": ChoiceField(("fp32", "bf16", "fp16"), default=_default_out_dtypes, canon=canonical_dtype),
         },
         dtypes=("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_block", "nvfp4"),
-        backends=("cublas", "triton") + OUTSIDE_BACKENDS,
+        # grouped: torch._grouped_mm (CUTLASS on sm90), `batch` groups of m rows each — the MoE experts of Hugging Face
+        # transformers 5.x (experts_implementation="grouped_mm", its default)
+        backends=("cublas", "triton", "grouped") + OUTSIDE_BACKENDS,
         rules=(
             Rule(
                 "m",

@@ -1,0 +1,110 @@
+"""Capture the aten ops a PyTorch call dispatches, on meta or fake tensors: nothing runs on a GPU.
+
+A ``TorchDispatchMode`` records every aten op with its inputs' and outputs' shapes, strides and dtypes. SDPA is
+taken one level up (a ``TorchFunctionMode`` on ``F.scaled_dot_product_attention``): on a GPU it is one fused kernel,
+while on meta tensors torch would decompose it into the math path's matmuls and softmax.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str  # torch's name without the prefix: bfloat16, float32, int64, bool
+    contiguous: bool
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One captured op: its aten name (``aten.mm.default``; ``sdpa`` for the fused attention), inputs and outputs."""
+
+    name: str
+    args: tuple  # TensorMeta where a tensor was, lists of them kept, scalars as given
+    kwargs: dict
+    outputs: tuple[TensorMeta, ...]
+    module: str = ""  # the innermost nn.Module class the op ran in, when known
+
+
+def _meta(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        shape = tuple(int(s) for s in x.shape)
+        return TensorMeta(
+            shape, tuple(int(s) for s in x.stride()), str(x.dtype).removeprefix("torch."), x.is_contiguous()
+        )
+    if isinstance(x, (list, tuple)):
+        return type(x)(_meta(v) for v in x)
+    if isinstance(x, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return str(x).removeprefix("torch.")
+    return x
+
+
+def _outputs(out: Any) -> tuple[TensorMeta, ...]:
+    flat = out if isinstance(out, (list, tuple)) else (out,)
+    return tuple(m for m in (_meta(o) for o in flat) if isinstance(m, TensorMeta))
+
+
+@dataclass
+class Capture:
+    ops: list[OpRecord] = field(default_factory=list)
+
+
+class CaptureError(RuntimeError):
+    """The call could not run on meta tensors: names the op that failed and why."""
+
+
+def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Capture:
+    """Run ``fn(*args, **kwargs)`` under the recording modes; every aten op it dispatches, in order."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    cap = Capture()
+    state = {"paused": False, "last": None}
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, a=(), kw=None):
+            kw = kw or {}
+            if func is F.scaled_dot_product_attention:
+                q, k, v = a[:3]
+                rest = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), a[3:]), **kw)
+                cap.ops.append(OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), _meta(rest), (), ""))
+                state["paused"] = True
+                try:
+                    return torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+                finally:
+                    state["paused"] = False
+            return func(*a, **kw)
+
+    class Dispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, a=(), kw=None):
+            kw = kw or {}
+            state["last"] = str(func)
+            out = func(*a, **kw)
+            if not state["paused"]:
+                cap.ops.append(OpRecord(str(func), _meta(tuple(a)), _meta(kw), _outputs(out)))
+            return out
+
+    try:
+        with torch.no_grad(), Functions(), Dispatch():
+            fn(*args, **(kwargs or {}))
+    except Exception as exc:  # noqa: BLE001 - re-raised with the op that failed
+        where = state["last"] or "before the first aten op"
+        raise CaptureError(
+            f"the call failed on meta tensors at {where}: {type(exc).__name__}: {str(exc)[:300]} "
+            "(data-dependent ops such as nonzero or .item() cannot be predicted without running them)"
+        ) from exc
+    return cap

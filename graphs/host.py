@@ -1,0 +1,43 @@
+"""The host side of an eager step: what the CPU spends issuing each aten op, and how kernels queue behind it.
+
+Measured on the H200 host (``datasets/layers/kernelcast_h200_sxm_20261201_launch.jsonl``: 100 back-to-back calls
+of one small op, under the same CUPTI tracing as every label): a pointwise op issues one kernel every 10-16 µs, a
+cuBLAS ``F.linear`` every 21 µs, SDPA (cuDNN) every 32 µs, while the kernels themselves take 1-7 µs — small eager
+kernels are launch-bound. Inside a real layer each op also pays the model's Python (modules, hooks, views):
+``OP_US`` is that cost per aten op that launches nothing, ``KERNEL_US`` per op that launches a kernel, fitted on
+four of the eight measured models' eager layers and checked on the other four (``benchmarks/eval_layers.py``).
+Under a CUDA graph the host is out of the loop: kernels follow each other with ``GRAPH_GAP_US`` between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: host µs per captured aten op that launches no kernel (views, allocations: Python and dispatcher only)
+OP_US = 2.6
+#: host µs per aten op that launches kernels, by the family of its first kernel (probe values, then the layer fit)
+KERNEL_US = {"gemm": 21.0, "attention": 32.0, "elementwise": 12.0, "reduction": 14.0, "copy": 13.0, "moe": 25.0}
+#: device-side gap between consecutive kernels of a CUDA graph replay (graph span - device time) / kernels
+GRAPH_GAP_US = 0.55
+
+
+def host_us(family: str | None) -> float:
+    """Host cost of one captured op: ``OP_US`` when it launches nothing, else its family's issue cost."""
+    return OP_US if family is None else KERNEL_US.get(family, KERNEL_US["elementwise"])
+
+
+def timeline(ops: Sequence[tuple[float, Sequence[float]]], cuda_graph: bool = False) -> float:
+    """Span (µs) from the first kernel's start to the last kernel's end of ``ops`` = (host µs, its kernels' µs).
+
+    The CPU issues ops in order; a kernel starts when it has been issued and the GPU is free. Under a CUDA graph
+    every kernel is issued at once and only ``GRAPH_GAP_US`` separates them."""
+    cpu = 0.0
+    gpu_free = 0.0
+    first = None
+    for host, kernels in ops:
+        cpu += 0.0 if cuda_graph else host
+        for dev in kernels:
+            start = max(cpu, gpu_free) + (GRAPH_GAP_US if cuda_graph and first is not None else 0.0)
+            first = start if first is None else first
+            gpu_free = start + dev
+    return 0.0 if first is None else gpu_free - first

@@ -1,0 +1,380 @@
+"""From captured aten ops to kernel descriptions: which ops launch kernels on a GPU, and what each kernel is.
+
+Views, reshapes, splits and allocations launch nothing. A GEMM op is one cuBLAS GEMM; SDPA is the backend torch
+picks on that GPU; pointwise ops are ``elementwise`` kernels, reductions and norms ``reduction`` kernels, copies, cats,
+gathers and scatters ``copy`` kernels. An op kernelcast cannot map is kept as a row with its aten name and the
+reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from kernelcast.features.fields import canonical_dtype
+from kernelcast.features.gpu import get_gpu
+from kernelcast.graphs.capture import OpRecord, TensorMeta
+
+#: aten ops that launch no kernel: views, metadata changes, allocations
+NO_KERNEL = frozenset(
+    "view _unsafe_view reshape _reshape_alias transpose permute t expand expand_as slice select split "
+    "split_with_sizes unsqueeze squeeze as_strided alias detach unbind chunk narrow empty empty_like empty_strided "
+    "new_empty new_empty_strided lift_fresh unflatten flatten view_as_real view_as_complex movedim diagonal "
+    "unfold _local_scalar_dense sym_size sym_stride sym_numel set_ resize_ _to_dense".split()
+)
+#: aten pointwise op -> elementwise fn
+POINTWISE = {
+    **dict.fromkeys(("add", "add_"), "add"),
+    **dict.fromkeys(("sub", "sub_", "rsub"), "sub"),
+    **dict.fromkeys(("mul", "mul_"), "mul"),
+    **dict.fromkeys(("div", "div_", "reciprocal", "reciprocal_", "floor_divide", "remainder", "fmod"), "div"),
+    **dict.fromkeys(("neg", "neg_"), "neg"),
+    **dict.fromkeys(("abs", "abs_"), "abs"),
+    **dict.fromkeys(("clamp", "clamp_", "clamp_min", "clamp_max", "relu", "relu_", "hardtanh"), "clamp"),
+    **dict.fromkeys(("where", "masked_fill", "masked_fill_"), "where"),
+    **dict.fromkeys(("exp", "exp_"), "exp"),
+    **dict.fromkeys(("log", "log_", "log1p"), "log"),
+    **dict.fromkeys(("sqrt", "sqrt_"), "sqrt"),
+    **dict.fromkeys(("rsqrt", "rsqrt_"), "rsqrt"),
+    **dict.fromkeys(("pow", "pow_"), "pow"),
+    **dict.fromkeys(("sigmoid", "sigmoid_"), "sigmoid"),
+    **dict.fromkeys(("silu", "silu_"), "silu"),
+    **dict.fromkeys(("gelu", "gelu_", "erf"), "gelu"),
+    **dict.fromkeys(("tanh", "tanh_"), "tanh"),
+    "sin": "sin",
+    "cos": "cos",
+    **dict.fromkeys(
+        "gt lt ge le eq ne logical_not logical_and logical_or bitwise_and bitwise_or bitwise_not isnan isinf".split(),
+        "compare",
+    ),
+    **dict.fromkeys(
+        "fill fill_ zero_ zeros zeros_like ones ones_like full full_like new_zeros new_ones new_full arange".split(),
+        "fill",
+    ),
+}
+REDUCTIONS = {
+    "sum": "sum",
+    "mean": "mean",
+    "amax": "amax",
+    "amin": "amin",
+    "argmax": "argmax",
+    "argmin": "argmax",
+    "max": "amax",
+    "min": "amin",
+    "var": "var",
+    "std": "var",
+    "linalg_vector_norm": "norm",
+    "_softmax": "softmax",
+    "_log_softmax": "log_softmax",
+    "native_layer_norm": "layer_norm",
+    "_fused_rms_norm": "rms_norm",
+    "rms_norm": "rms_norm",
+    "cumsum": "cumsum",
+    "sort": "sort",
+    "topk": "topk",
+    "histc": "sum",
+    "bincount": "sum",
+}
+GEMMS = ("mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "mv", "addmv", "_scaled_mm")
+COPIES = (
+    "clone",
+    "copy_",
+    "_to_copy",
+    "cat",
+    "index",
+    "index_select",
+    "embedding",
+    "gather",
+    "index_add",
+    "index_add_",
+    "index_put",
+    "index_put_",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "repeat",
+    "stack",
+)
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """What one captured op becomes: kernel descriptions (none for a view), or the reason it is unmapped."""
+
+    op: str
+    descs: tuple[dict, ...] = ()
+    unmapped: str = ""  # why no description could be made (the op still launches a kernel on a GPU)
+    assumption: str = ""  # what the mapping assumed (balanced routing, unmasked attention, …)
+
+
+def base_name(name: str) -> str:
+    return name.split(".")[1] if name.startswith("aten.") else name
+
+
+def _tensors(x: Any) -> list[TensorMeta]:
+    if isinstance(x, TensorMeta):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def _dtype(meta: TensorMeta) -> str:
+    return canonical_dtype(meta.dtype)
+
+
+def contiguous_run(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """Elements of the longest innermost run a tensor's strides keep contiguous (all of it when contiguous)."""
+    run = 1
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size == 1:
+            continue
+        if st != run:
+            break
+        run *= size
+    return max(run, 1)
+
+
+def _norm_dims(dims: Any, ndim: int) -> list[int]:
+    if dims is None or dims == [] or dims == ():
+        return list(range(ndim))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return sorted({d % ndim for d in dims}) if ndim else []
+
+
+def _split3(shape: tuple[int, ...], dims: list[int]) -> tuple[int, int, int, bool]:
+    """[outer, reduce, inner] of reducing ``dims`` of ``shape``; False when the dims are not one contiguous range."""
+    if not shape:
+        return 1, 1, 1, True
+    lo, hi = dims[0], dims[-1]
+    together = dims == list(range(lo, hi + 1))
+    reduce = math.prod(shape[d] for d in dims)
+    outer = math.prod(shape[:lo])
+    inner = (
+        math.prod(shape[hi + 1 :])
+        if together
+        else math.prod(s for i, s in enumerate(shape) if i > lo and i not in dims)
+    )
+    return outer, reduce, inner, together
+
+
+def attention_backend(gpu: str, dtype: str) -> str:
+    """The SDPA backend torch 2.11 picks: cuDNN on Hopper and Blackwell for bf16/fp16 (every shape of
+    datasets/layers/*_sdpa.jsonl on the H200), flash attention elsewhere."""
+    return "cudnn" if get_gpu(gpu).architecture in ("hopper", "blackwell") and dtype in ("bf16", "fp16") else "flash"
+
+
+def lower(rec: OpRecord, gpu: str) -> Lowered:
+    """The kernels one captured op launches on ``gpu``."""
+    name = base_name(rec.name)
+    try:
+        if name in NO_KERNEL or (rec.outputs and all(o.numel == 0 for o in rec.outputs) and name != "sdpa"):
+            return Lowered(rec.name)
+        if name == "sdpa":
+            return _attention(rec, gpu)
+        if name in GEMMS:
+            return _gemm(rec, name)
+        if name in REDUCTIONS:
+            return _reduction(rec, name)
+        if name in COPIES:
+            return _copy(rec, name)
+        if name in POINTWISE:
+            return _pointwise(rec, POINTWISE[name])
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
+        return Lowered(rec.name, unmapped=f"{type(exc).__name__}: {exc}")
+    return Lowered(rec.name, unmapped=f"no kernel model for aten op {name!r}")
+
+
+def _common(dtype: str, op: str) -> dict:
+    return {"op": op, "dtype": dtype, "backend": "torch"}
+
+
+def _pointwise(rec: OpRecord, fn: str) -> Lowered:
+    out = rec.outputs[0]
+    ins = [t for t in _tensors(rec.args) + _tensors(rec.kwargs) if t.numel > 1]
+    if fn == "fill":
+        ins = []
+    full = [t for t in ins if t.numel == out.numel]
+    bcast = [t for t in ins if t.numel < out.numel]
+    in_dtype = _dtype(ins[0]) if ins else _dtype(out)
+    dtype = _dtype(out)
+    if fn not in ("compare", "fill") and in_dtype != dtype:
+        fn = "cast" if len(ins) == 1 else fn
+        in_dtype = dtype if fn != "cast" else in_dtype
+    desc = {
+        **_common(dtype, "elementwise"),
+        "elements": out.numel,
+        "fn": fn,
+        "inputs": min(len(full), 4 - min(len(bcast), 4)),
+        "broadcast_inputs": min(len(bcast), 4),
+        "broadcast_elements": max((t.numel for t in bcast), default=1),
+        "in_dtype": in_dtype,
+        "contiguous": all(t.contiguous for t in full) and out.contiguous,
+    }
+    if desc["broadcast_elements"] > 1 and out.numel % desc["broadcast_elements"]:
+        desc["broadcast_elements"] = 1
+    return Lowered(rec.name, (desc,))
+
+
+def _reduction(rec: OpRecord, name: str) -> Lowered:
+    fn = REDUCTIONS[name]
+    x = rec.args[0]
+    args = list(rec.args[1:])
+    kw = rec.kwargs
+    out_dtype = _dtype(rec.outputs[0]) if fn not in ("argmax", "topk", "sort") else _dtype(x)
+    k = 1
+    assumption = ""
+    if fn in ("layer_norm", "rms_norm"):
+        norm = args[0] if args else kw.get("normalized_shape")
+        dims = list(range(len(x.shape) - len(norm), len(x.shape)))
+    elif fn in ("softmax", "log_softmax", "cumsum", "sort"):
+        dims = _norm_dims(args[0] if args else kw.get("dim", -1), len(x.shape))
+        if fn in ("softmax", "log_softmax") and len(args) > 1 and args[1]:
+            out_dtype = "fp32"
+    elif fn == "topk":
+        k = int(args[0] if args else kw["k"])
+        dims = _norm_dims(args[1] if len(args) > 1 else kw.get("dim", -1), len(x.shape))
+    elif name in ("histc", "bincount"):
+        dims, assumption = list(range(len(x.shape))), f"{name} as a sum over its input"
+        out_dtype = _dtype(x) if _dtype(x) in ("fp32", "bf16", "fp16") else "fp32"
+    elif name == "linalg_vector_norm":
+        dims = _norm_dims(args[1] if len(args) > 1 else kw.get("dim"), len(x.shape))
+    else:
+        dims = _norm_dims(args[0] if args else kw.get("dim"), len(x.shape))
+    outer, reduce, inner, together = _split3(x.shape, dims)
+    if not together:
+        assumption = "non-adjacent reduced dims taken as one range"
+    dtype = _dtype(x)
+    if dtype not in ("fp32", "bf16", "fp16"):
+        dtype = out_dtype = "fp32"
+        assumption = assumption or f"{x.dtype} input predicted as fp32 (same bytes class)"
+    desc = {
+        **_common(dtype, "reduction"),
+        "outer": outer,
+        "reduce": reduce,
+        "inner": inner if fn not in ("layer_norm", "rms_norm") else 1,
+        "fn": fn,
+        "k": k,
+        "out_dtype": out_dtype if out_dtype in ("fp32", "bf16", "fp16") else dtype,
+    }
+    return Lowered(rec.name, (desc,), assumption=assumption)
+
+
+def _copy_desc(elements: int, dtype: str, fn: str, run: int, **extra) -> dict:
+    run = max(1, min(run, elements))
+    if elements % run:
+        run = math.gcd(elements, run)
+    return {**_common(dtype, "copy"), "elements": elements, "fn": fn, "run": run, **extra}
+
+
+def _copy(rec: OpRecord, name: str) -> Lowered:
+    out = rec.outputs[0] if rec.outputs else None
+    if name in ("cat", "stack"):
+        pieces = [t for t in rec.args[0] if t.numel]
+        dim = (rec.args[1] if len(rec.args) > 1 else rec.kwargs.get("dim", 0)) % max(len(out.shape), 1)
+        inner = math.prod(out.shape[dim + 1 :]) if name == "cat" else math.prod(out.shape[dim + 1 :])
+        chunk = [t.shape[dim] * inner if name == "cat" else inner for t in pieces]
+        run = math.gcd(*chunk) if chunk else out.numel
+        if len(pieces) == 1:
+            return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "copy", out.numel),))
+        return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "cat", run, inputs=min(len(pieces), 4096)),))
+    if name in ("clone", "_to_copy", "copy_", "repeat"):
+        src = rec.args[1] if name == "copy_" else rec.args[0]
+        dst = out
+        if _dtype(src) != _dtype(dst):
+            return _pointwise(OpRecord(rec.name, (src,), {}, (dst,)), "cast")
+        run = min(contiguous_run(src.shape, src.stride), contiguous_run(dst.shape, dst.stride))
+        if name == "repeat":
+            run = math.prod(src.shape[-1:]) if src.shape else 1
+        return Lowered(rec.name, (_copy_desc(dst.numel, _dtype(dst), "copy", run),))
+    if name in ("index", "index_select", "embedding", "gather"):
+        if name == "embedding":
+            table, rows = rec.args[0], rec.args[0].shape[0]
+            run = math.prod(table.shape[1:])
+        elif name == "index":
+            table = rec.args[0]
+            idx = rec.args[1]
+            lead = next(i for i, t in enumerate(idx) if t is not None)
+            rows = table.shape[lead]
+            run = math.prod(table.shape[lead + 1 :])
+        else:
+            table = rec.args[0]
+            dim = rec.args[1] % len(table.shape)
+            rows, run = table.shape[dim], math.prod(table.shape[dim + 1 :])
+        return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "gather", run, table_rows=max(rows, 1)),))
+    # scatters: index_add(self, dim, index, source), index_put(self, indices, values), scatter(self, dim, index, src)
+    dst = rec.args[0]
+    src = next((t for t in _tensors(rec.args[1:]) if _dtype(t) == _dtype(dst)), None)
+    moved = src.numel if src is not None else dst.numel
+    dim = rec.args[1] if name.startswith(("index_add", "scatter")) and isinstance(rec.args[1], int) else 0
+    dim %= max(len(dst.shape), 1)
+    run = math.prod(dst.shape[dim + 1 :]) if dst.shape else 1
+    moved = max(run, moved - moved % max(run, 1))
+    return Lowered(
+        rec.name,
+        (_copy_desc(moved, _dtype(dst), "scatter_add", run, table_rows=max(dst.shape[dim] if dst.shape else 1, 1)),),
+        assumption="" if "add" in name else f"{name} as a scatter-add",
+    )
+
+
+def _gemm(rec: OpRecord, name: str) -> Lowered:
+    a_i = 1 if name in ("addmm", "baddbmm", "addmv") else 0
+    a, b = rec.args[a_i], rec.args[a_i + 1]
+    out = rec.outputs[0]
+    dtype = _dtype(a)
+    desc = {"op": "gemm", "dtype": dtype, "backend": "cublas", "out_dtype": _dtype(out)}
+    if dtype == "fp32":
+        desc["out_dtype"] = "fp32"
+    assumption = ""
+    if name in ("mv", "addmv"):
+        m, k = a.shape
+        desc.update(m=m, n=1, k=k, layout="nn")
+    elif name == "_grouped_mm":
+        groups = b.shape[0]
+        k = a.shape[-1]
+        n = b.shape[-1]
+        desc.update(m=max(1, -(-a.shape[0] // groups)), n=n, k=k, batch=groups, layout="nt", backend="grouped")
+        assumption = f"grouped GEMM as {groups} equal groups of {desc['m']} rows (balanced routing)"
+    elif name in ("bmm", "baddbmm"):
+        batch, m, k = a.shape
+        n = b.shape[2]
+        nt = b.stride[1] == 1 and b.shape[1] > 1
+        desc.update(m=m, n=n, k=k, batch=batch, layout="nt" if nt else "nn")
+    else:
+        m, k = a.shape
+        n = b.shape[1]
+        nt = b.stride[0] == 1 and k > 1
+        desc.update(m=m, n=n, k=k, layout="nt" if nt else "nn")
+    if name == "_scaled_mm":
+        desc["layout"] = "nt"
+    return Lowered(rec.name, (desc,), assumption=assumption)
+
+
+def _attention(rec: OpRecord, gpu: str) -> Lowered:
+    q, k, v = rec.args
+    opts = rec.kwargs
+    dtype = _dtype(q)
+    b, hq, sq, d = q.shape[-4:] if len(q.shape) == 4 else (1, *q.shape[-3:])
+    hkv, skv = k.shape[-3], k.shape[-2]
+    causal = bool(opts.get("is_causal", False))
+    assumption = ""
+    if opts.get("attn_mask") is not None:
+        assumption = "an explicit attn_mask predicted as the unmasked kernel"
+    dh = max(d, v.shape[-1])
+    desc = {
+        "op": "attention",
+        "dtype": dtype,
+        "backend": attention_backend(gpu, dtype),
+        "batch": b,
+        "heads_q": hq,
+        "heads_kv": hkv,
+        "seq_q": sq,
+        "seq_kv": skv,
+        "head_dim": -(-dh // 8) * 8,
+        "causal": causal and sq <= skv,
+    }
+    return Lowered("sdpa", (desc,), assumption=assumption)

@@ -1,0 +1,181 @@
+"""``predict_module``: the kernels a PyTorch call launches on a GPU, each predicted, and the step's device and wall time.
+
+Nothing runs on a GPU: the call runs on meta tensors under ``graphs.capture``, each aten op is lowered to kernel
+descriptions (``graphs.lower``), every distinct description is predicted once (``predict_many``: the learned model
+where one covers it, else the analytical one), and ``graphs.host`` adds the host launch path for the wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.gpu import get_gpu
+from kernelcast.graphs import host
+from kernelcast.graphs.capture import Capture, capture
+from kernelcast.graphs.lower import lower
+from kernelcast.predictors.dispatch import predict_many
+
+MODES = ("eager",)
+KERNEL_COLUMNS = (
+    "aten_op",
+    "family",
+    "desc",
+    "floor_us",
+    "latency_us",
+    "low_us",
+    "high_us",
+    "bound",
+    "model",
+    "in_distribution",
+    "share",
+    "note",
+)
+
+
+@dataclass(frozen=True)
+class WorkloadPrediction:
+    """A whole call's prediction: device time (sum of kernels), wall time (with the host launch path), an interval,
+    and one row per kernel."""
+
+    gpu: str
+    mode: str
+    cuda_graph: bool
+    device_us: float
+    wall_us: float
+    low_us: float
+    high_us: float
+    kernels: pd.DataFrame = field(repr=False)
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def unmapped(self) -> pd.DataFrame:
+        return self.kernels[self.kernels["model"] == "unmapped"]
+
+    def by_family(self) -> pd.DataFrame:
+        k = self.kernels[self.kernels["model"] != "unmapped"]
+        out = k.groupby("family").agg(kernels=("latency_us", "size"), device_us=("latency_us", "sum"))
+        out["share"] = out["device_us"] / max(self.device_us, 1e-12)
+        return out.sort_values("device_us", ascending=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "mode": self.mode,
+            "cuda_graph": self.cuda_graph,
+            "device_us": self.device_us,
+            "wall_us": self.wall_us,
+            "low_us": self.low_us,
+            "high_us": self.high_us,
+            "kernel_count": int((self.kernels["model"] != "unmapped").sum()),
+            "unmapped": self.unmapped["aten_op"].tolist(),
+            "assumptions": list(self.assumptions),
+            "kernels": self.kernels.to_dict(orient="records"),
+        }
+
+
+def kernel_table(cap: Capture, gpu: str) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[str, ...]]:
+    """Rows (one per kernel) with predictions; the (op index, family) of every captured op; the assumptions made."""
+    rows, fams, notes = [], [], []
+    for i, rec in enumerate(cap.ops):
+        low = lower(rec, gpu)
+        if low.assumption and low.assumption not in notes:
+            notes.append(low.assumption)
+        if low.unmapped:
+            rows.append({"op_index": i, "aten_op": low.op, "family": None, "desc": None, "note": low.unmapped})
+            fams.append((i, "unmapped"))
+            continue
+        fams.append((i, low.descs[0]["op"] if low.descs else None))
+        for d in low.descs:
+            full = {**d, "gpu": gpu}
+            try:
+                key = parse_desc(full).key()
+            except ValueError as exc:
+                rows.append({"op_index": i, "aten_op": low.op, "family": d["op"], "desc": None, "note": str(exc)})
+                continue
+            rows.append({"op_index": i, "aten_op": low.op, "family": d["op"], "desc": key, "note": low.assumption})
+    table = pd.DataFrame(rows, columns=["op_index", "aten_op", "family", "desc", "note"])
+    mapped = table["desc"].notna()
+    uniq = list(dict.fromkeys(table.loc[mapped, "desc"]))
+    if uniq:
+        import json
+
+        preds = predict_many([json.loads(k) for k in uniq]).set_axis(uniq)
+        for col in ("floor_us", "latency_us", "low_us", "high_us", "bound", "model", "in_distribution"):
+            table.loc[mapped, col] = table.loc[mapped, "desc"].map(preds[col]).to_numpy()
+    table.loc[~mapped, "model"] = "unmapped"
+    return table, fams, tuple(notes)
+
+
+def predict_capture(cap: Capture, gpu: str, cuda_graph: bool = False, mode: str = "eager") -> WorkloadPrediction:
+    gpu = get_gpu(gpu).name
+    table, fams, notes = kernel_table(cap, gpu)
+    ok = table["model"] != "unmapped"
+    lat = table["latency_us"].where(ok, 0.0).astype(float)
+    device = float(lat.sum())
+    per_op: dict[int, list[float]] = {}
+    for i, v in zip(table["op_index"], lat):
+        per_op.setdefault(int(i), []).append(float(v))
+    steps = [(host.host_us(f if f != "unmapped" else "elementwise"), per_op.get(i, [])) for i, f in fams]
+    wall = host.timeline(steps, cuda_graph)
+    table["share"] = lat / device if device > 0 else 0.0
+    table = table.drop(columns=["op_index"]).reindex(columns=list(KERNEL_COLUMNS))
+    n_unmapped = int((~ok).sum())
+    if n_unmapped:
+        notes = (*notes, f"{n_unmapped} kernels unmapped (listed with model='unmapped', not in the totals)")
+    scale_low = float(table["low_us"].where(ok, 0.0).astype(float).sum())
+    scale_high = float(table["high_us"].where(ok, 0.0).astype(float).sum())
+    host_part = wall - device if wall > device else 0.0
+    return WorkloadPrediction(
+        gpu=gpu,
+        mode=mode,
+        cuda_graph=cuda_graph,
+        device_us=device,
+        wall_us=max(wall, device),
+        low_us=scale_low,
+        high_us=scale_high + host_part,
+        kernels=table,
+        assumptions=notes,
+    )
+
+
+def predict_module(
+    fn_or_module: Callable,
+    args: tuple = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    gpu: str,
+    mode: str = "eager",
+    cuda_graph: bool = False,
+) -> WorkloadPrediction:
+    """Predict every kernel ``fn_or_module(*args, **kwargs)`` launches on ``gpu``, and the call's device and wall time.
+
+    ``args`` are meta (``torch.empty(..., device="meta")``) or fake tensors; a module built under
+    ``torch.device("meta")`` (e.g. a Hugging Face model from its config) has no weights and allocates nothing.
+    ``cuda_graph=True`` drops the host launch path from the wall time.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if not isinstance(cuda_graph, bool):
+        raise ValueError(f"cuda_graph must be true or false; got {cuda_graph!r}")
+    if not callable(fn_or_module):
+        raise ValueError(f"fn_or_module must be a callable or an nn.Module; got {type(fn_or_module).__name__}")
+    get_gpu(gpu)  # a bad GPU name fails before any work
+    args = args if isinstance(args, tuple) else (args,)
+    return predict_capture(capture(fn_or_module, args, dict(kwargs or {})), gpu, cuda_graph, mode)
+
+
+def summary_line(p: WorkloadPrediction) -> str:
+    n = int((p.kernels["model"] != "unmapped").sum())
+    return (
+        f"{p.gpu}: {n} kernels, device {p.device_us:,.1f} µs, wall {p.wall_us:,.1f} µs "
+        f"({'CUDA graph' if p.cuda_graph else 'eager'}), interval {p.low_us:,.1f}-{p.high_us:,.1f} µs"
+        + (f", {len(p.unmapped)} unmapped" if len(p.unmapped) else "")
+    )
+
+
+__all__ = ["WorkloadPrediction", "predict_capture", "predict_module", "summary_line"]
