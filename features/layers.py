@@ -65,13 +65,14 @@ def shard(cfg: dict[str, Any], tp: int) -> dict[str, Any]:
     return out
 
 
-def one_layer(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The config of a 1-layer model whose layer 0 is the architecture's main layer (its MoE layer, if any)."""
+def one_layer(cfg: dict[str, Any], dense: bool = False) -> dict[str, Any]:
+    """The config of a 1-layer model whose layer 0 is the architecture's main layer (its MoE layer, if any), or with
+    ``dense`` its dense layer (DeepSeek's first ``first_k_dense_replace`` layers)."""
     out = dict(cfg, num_hidden_layers=1)
     if "first_k_dense_replace" in cfg:
-        out["first_k_dense_replace"] = 0
+        out["first_k_dense_replace"] = 1 if dense else 0
     if "mlp_only_layers" in cfg:
-        out["mlp_only_layers"] = []
+        out["mlp_only_layers"] = [0] if dense else []
     if "decoder_sparse_step" in cfg:
         out["decoder_sparse_step"] = 1
     if "layer_types" in cfg:
@@ -79,12 +80,21 @@ def one_layer(cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_model(cfg: dict[str, Any], device: str = "meta"):
+def layer_kinds(cfg: dict[str, Any]) -> list[tuple[str, int, bool]]:
+    """(kind, how many layers of it, dense flag for ``build_model``) of a whole model."""
+    total = cfg["num_hidden_layers"]
+    if not is_moe(cfg):
+        return [("dense", total, False)]
+    dense = min(int(cfg.get("first_k_dense_replace") or 0) + len(cfg.get("mlp_only_layers") or []), total)
+    return [k for k in (("dense", dense, True), ("moe", total - dense, False)) if k[1]]
+
+
+def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False):
     """A 1-layer causal LM of ``cfg`` in bf16 with SDPA attention (grouped_mm experts for MoE), on ``device``."""
     import torch
     import transformers
 
-    config = transformers.AutoConfig.for_model(**one_layer(cfg))
+    config = transformers.AutoConfig.for_model(**one_layer(cfg, dense))
     extra = {"experts_implementation": "grouped_mm"} if is_moe(cfg) else {}
     with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["predict_latency", "predict_many", "Prediction", "parse_desc", "get_gpu", "list_gpus", "op_names"]
+__all__ = [
+    "predict_latency",
+    "predict_many",
+    "Prediction",
+    "parse_desc",
+    "get_gpu",
+    "list_gpus",
+    "op_names",
+    "predict_module",
+    "predict_model",
+    "analyze_trace",
+]
 
 
 def __getattr__(name: str):
@@ -20,6 +31,18 @@ def __getattr__(name: str):
         from kernelcast.features.ops import op_names
 
         return op_names
+    if name == "predict_module":
+        from kernelcast.graphs.predict import predict_module
+
+        return predict_module
+    if name == "predict_model":
+        from kernelcast.graphs.model import predict_model
+
+        return predict_model
+    if name == "analyze_trace":
+        from kernelcast.graphs.trace import analyze
+
+        return analyze
     if name in ("get_gpu", "list_gpus"):
         from kernelcast.features import gpu
 

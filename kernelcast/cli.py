@@ -1,4 +1,4 @@
-"""The `kernelcast` command: predict, gpus, layer — and the collect/train/evaluate/dashboard stages."""
+"""The `kernelcast` command: predict, gpus — and the model/layer/trace, collect and train/evaluate/dashboard stages."""
 
 from __future__ import annotations
 
@@ -123,75 +123,15 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
-#: description fields `layer` fills from its flags: an error names the flag the user typed
-LAYER_FLAGS = {
-    "m": "--tokens",
-    "tokens": "--tokens",
-    "seq_q": "--tokens",
-    "seq_kv": "--context plus --tokens",
-    "gpu": "--gpus",
-    "dtype": "--dtype",
-    "heads_q": "--tp",
-    "heads_kv": "--tp",
-    "n": "--tp",
-    "k": "--tp",
-    "ffn": "--tp",
-}
-
-
-def _int_list(flag: str, text: str, lo: int, many: bool = True) -> list[int]:
-    what = f"comma-separated integers >= {lo}" if many else f"an integer >= {lo}"
-    try:
-        values = [int(t) for t in text.split(",")] if many else [int(text)]
-    except ValueError:
-        raise ValueError(f"{flag} must be {what}; got {text!r}") from None
-    if any(v < lo for v in values):
-        raise ValueError(f"{flag} must be {what}; got {text!r}")
-    return values
-
-
-def _flag_error(exc: ValueError) -> ValueError:
-    text = str(exc)
-    for field, flag in LAYER_FLAGS.items():
-        if text.startswith("row ") and f"kernel_desc[{field!r}]" in text or text.startswith(f"kernel_desc[{field!r}]"):
-            return ValueError(f"{flag}: {text.split(': ', 1)[-1] if text.startswith('row ') else text}")
-    return exc
-
-
-def cmd_layer(args: argparse.Namespace) -> int:
-    from kernelcast import predict_many
-    from kernelcast.features.models import model_layer
-
-    token_counts = _int_list("--tokens", args.tokens, 1)
-    (tp,) = _int_list("--tp", args.tp, 1, many=False)
-    (context,) = _int_list("--context", args.context, 0, many=False)
-    rows = []
-    for gpu in args.gpus.split(","):
-        for tokens in token_counts:
-            try:
-                kernels = model_layer(args.model, tokens, gpu, context, tp, args.dtype)
-                preds = predict_many([d for _, d in kernels], args.predictor)
-            except ValueError as exc:
-                raise _flag_error(exc) from None
-            for (name, _), pred in zip(kernels, preds.to_dict("records")):
-                rows.append({"gpu": gpu, "tokens": tokens, "kernel": name, **pred})
-            total = {k: float(preds[k].sum()) for k in ("floor_us", "latency_us", "low_us", "high_us")}
-            rows.append({"gpu": gpu, "tokens": tokens, "kernel": "= layer", **total, "bound": "", "model": ""})
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-    else:
-        print(f"{args.model}, one decoder layer, {args.dtype}, tp={args.tp}, context={args.context}")
-        print(_table(rows, ("gpu", "tokens", "kernel") + PRED_COLUMNS))
-    return 0
-
-
 def _stage_parsers(sub) -> None:
     """The pipeline stages register their own subcommands."""
     from kernelcast.collect import cli as collect_cli
     from kernelcast.collect import importers
+    from kernelcast.graphs import cli as graphs_cli
     from kernelcast.training import cli as training_cli
 
     collect_cli.add_parsers(sub)
+    graphs_cli.add_parsers(sub)
     importers.add_parsers(sub)
     training_cli.add_parsers(sub)
 
@@ -225,16 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="a GPU name or alias")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpus)
-    p = sub.add_parser("layer", help="predict every kernel of one decoder layer of a real model")
-    p.add_argument("--model", default="llama3_8b", help="a model of features/models.toml")
-    p.add_argument("--tokens", default="1,128,2048,8192", help="comma-separated new-token counts")
-    p.add_argument("--context", default="4096", help="tokens already in the KV cache")
-    p.add_argument("--gpus", default="H200,B200,MI300X")
-    p.add_argument("--tp", default="1", help="tensor-parallel degree")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_layer)
     _stage_parsers(sub)
     return parser
 

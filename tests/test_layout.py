@@ -13,6 +13,7 @@ MAY_IMPORT = {
     "collect": {"features"},
     "predictors": {"features"},
     "training": {"features", "predictors"},
+    "graphs": {"features", "predictors"},
 }
 
 

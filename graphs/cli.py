@@ -1,0 +1,182 @@
+"""Subcommands for whole workloads: ``model`` (a whole step of a real model), ``layer`` (one decoder layer of it, a
+view of ``model``) and ``trace`` (a profiled run against predictions and floors)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+from kernelcast.features import layers
+
+
+def _ints(flag: str, text: str, lo: int) -> list[int]:
+    try:
+        values = [int(t) for t in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"{flag} must be comma-separated integers >= {lo}; got {text!r}") from None
+    if any(v < lo for v in values):
+        raise ValueError(f"{flag} must be comma-separated integers >= {lo}; got {text!r}")
+    return values
+
+
+def _fmt(frame: pd.DataFrame) -> str:
+    return frame.to_string(index=False, float_format=lambda v: f"{v:,.1f}")
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from kernelcast.graphs.model import predict_model
+
+    out = []
+    for gpu in args.gpus.split(","):
+        for batch in _ints("--batch", args.batch, 1):
+            p = predict_model(
+                args.model,
+                gpu=gpu,
+                phase=args.phase,
+                batch=batch,
+                seq=args.seq,
+                context=args.context,
+                tp=args.tp,
+                cuda_graph=args.cuda_graph,
+            )
+            out.append(p)
+    if args.json:
+        print(json.dumps([p.to_dict() for p in out], indent=2, default=str))
+        return 0
+    for p in out:
+        print(
+            f"{p.model} on {p.gpu}: {p.phase}, batch {p.batch} x {p.seq} tokens, context {p.context}, tp {p.tp}, "
+            f"{'CUDA graph' if p.cuda_graph else 'eager'}"
+        )
+        print(_fmt(p.parts))
+        print(
+            f"step: device {p.device_us / 1e3:,.3f} ms, wall {p.wall_us / 1e3:,.3f} ms "
+            f"(interval {p.low_us / 1e3:,.3f}-{p.high_us / 1e3:,.3f} ms), {p.tokens_per_s:,.0f} tokens/s"
+        )
+        if args.kernels:
+            for kind, wp in p.layers.items():
+                print(f"kernels of one {kind} layer:")
+                print(_fmt(wp.kernels[["aten_op", "family", "latency_us", "floor_us", "bound", "model", "share"]]))
+        for a in p.assumptions:
+            print(f"  assumes: {a}")
+        print()
+    return 0
+
+
+def cmd_layer(args: argparse.Namespace) -> int:
+    """One decoder layer at each token count: `model`'s layer part, for --tokens new tokens against --context."""
+    from kernelcast.graphs.model import predict_model
+
+    rows = []
+    for gpu in args.gpus.split(","):
+        for tokens in _ints("--tokens", args.tokens, 1):
+            phase = "decode" if args.context else "prefill"
+            p = predict_model(
+                args.model,
+                gpu=gpu,
+                phase=phase,
+                batch=1,
+                seq=tokens,
+                context=args.context,
+                tp=args.tp,
+                cuda_graph=args.cuda_graph,
+            )
+            for kind, wp in p.layers.items():
+                rows.append(
+                    {
+                        "gpu": p.gpu,
+                        "tokens": tokens,
+                        "layer": kind,
+                        "kernels": len(wp.kernels),
+                        "device_us": wp.device_us,
+                        "wall_us": wp.wall_us,
+                        "low_us": wp.low_us,
+                        "high_us": wp.high_us,
+                        "top_kernel": _top(wp.kernels),
+                    }
+                )
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    print(
+        f"{args.model}, one decoder layer, bf16, tp={args.tp}, context={args.context}, "
+        f"{'CUDA graph' if args.cuda_graph else 'eager'} (kernel by kernel: `kernelcast model --kernels`)"
+    )
+    print(_fmt(pd.DataFrame(rows)))
+    return 0
+
+
+def _top(kernels: pd.DataFrame) -> str:
+    k = kernels[kernels["model"] != "unmapped"]
+    if not len(k):
+        return ""
+    by = k.groupby("family")["latency_us"].sum().sort_values(ascending=False)
+    return ", ".join(f"{f} {v / by.sum():.0%}" for f, v in by.head(3).items())
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from kernelcast.graphs import trace
+
+    table = trace.analyze(args.file, args.gpu)
+    tot = trace.totals(table)
+    if args.plot:
+        trace.plot(table, args.plot, f"{args.file}: measured vs floor on {args.gpu}")
+    if args.json:
+        print(
+            json.dumps(
+                {"ops": table.to_dict(orient="records"), "totals": tot.reset_index().to_dict(orient="records")},
+                indent=2,
+                default=str,
+            )
+        )
+        return 0
+    measured, floor = table["measured_us"].sum(), table["floor_us"].sum()
+    unmapped = int((table["model"] == "unmapped").sum())
+    print(
+        f"{args.file}: {len(table)} launching ops, measured {measured:,.1f} µs, roofline floor {floor:,.1f} µs "
+        f"({floor / measured:.0%} efficiency over the mapped ones' floor), {unmapped} unmapped (listed)"
+    )
+    cols = ["aten_op", "family", "measured_us", "latency_us", "floor_us", "efficiency", "left_us", "bound", "model"]
+    print(_fmt(table[cols].head(args.top)))
+    print("\nby family:")
+    print(tot.to_string(float_format=lambda v: f"{v:,.2f}"))
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("model", help="predict one step of a whole model (prefill or decode) from its HF config")
+    p.add_argument(
+        "--model", default="llama3_8b", help=f"a config.json path or one of {', '.join(layers.config_names())}"
+    )
+    p.add_argument("--gpus", default="H200", help="comma-separated GPU names")
+    p.add_argument("--phase", default="decode", choices=layers.PHASES)
+    p.add_argument("--batch", default="1", help="comma-separated batch sizes")
+    p.add_argument("--seq", type=int, default=None, help="new tokens per sequence (prefill: required; decode: 1)")
+    p.add_argument("--context", type=int, default=0, help="tokens already in the KV cache (decode)")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (adds 2 all_reduces per layer)")
+    p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
+    p.add_argument("--kernels", action="store_true", help="also print each layer kind's kernel table")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
+    p = sub.add_parser("layer", help="predict one decoder layer of a real model at several token counts")
+    p.add_argument(
+        "--model", default="llama3_8b", help=f"a config.json path or one of {', '.join(layers.config_names())}"
+    )
+    p.add_argument("--tokens", default="1,128,2048,8192", help="comma-separated new-token counts")
+    p.add_argument("--context", type=int, default=0, help="tokens already in the KV cache (0: a prefill)")
+    p.add_argument("--gpus", default="H200,B200,MI300X")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
+    p.add_argument("--cuda-graph", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_layer)
+    p = sub.add_parser("trace", help="a torch.profiler trace (or ncu CSV) against predictions and roofline floors")
+    p.add_argument("file", help="Chrome trace JSON from torch.profiler (record_shapes=True), or an ncu raw CSV")
+    p.add_argument("--gpu", default="H200", help="the GPU the trace was recorded on")
+    p.add_argument("--top", type=int, default=25, help="rows to print (sorted by time left on the table)")
+    p.add_argument("--plot", help="write a PNG of measured vs floor per op")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_trace)

@@ -1,0 +1,191 @@
+"""``predict_model``: one step (prefill or decode) of a whole model from its Hugging Face config: every layer kind
+captured and predicted once and repeated, the embedding, final norm and LM head, and with tensor parallelism the two
+all_reduces per layer from the collective model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kernelcast.features import layers
+from kernelcast.features.gpu import get_gpu
+from kernelcast.graphs.predict import WorkloadPrediction, predict_module
+from kernelcast.predictors.dispatch import predict_latency
+
+
+@dataclass(frozen=True)
+class ModelPrediction:
+    """A whole step: per part (layer kinds, head, collectives) the count, device and wall time; totals; tokens/s."""
+
+    model: str
+    gpu: str
+    phase: str
+    batch: int
+    seq: int
+    context: int
+    tp: int
+    cuda_graph: bool
+    parts: pd.DataFrame
+    device_us: float
+    wall_us: float
+    low_us: float
+    high_us: float
+    tokens_per_s: float
+    layers: dict[str, WorkloadPrediction] = field(repr=False, default_factory=dict)
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = (
+            "model",
+            "gpu",
+            "phase",
+            "batch",
+            "seq",
+            "context",
+            "tp",
+            "cuda_graph",
+            "device_us",
+            "wall_us",
+            "low_us",
+            "high_us",
+            "tokens_per_s",
+        )
+        return {
+            **{k: getattr(self, k) for k in keys},
+            "parts": self.parts.to_dict(orient="records"),
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _check(name: str, value: Any, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}; got {value!r}")
+    return value
+
+
+def predict_model(
+    model: str | Path | dict,
+    *,
+    gpu: str,
+    phase: str = "decode",
+    batch: int = 1,
+    seq: int | None = None,
+    context: int = 0,
+    tp: int = 1,
+    cuda_graph: bool = False,
+) -> ModelPrediction:
+    """One forward step of ``model`` (a shipped config name, a config.json path, or a config dict) on ``gpu``.
+
+    prefill: ``batch`` sequences of ``seq`` tokens into an empty cache; decode: ``batch`` × ``seq`` (default 1) new
+    tokens against ``context`` cached ones. ``tp`` shards heads and FFN over that many GPUs and adds two all_reduces
+    per layer. The LM head computes the last token's logits per sequence, as generation does."""
+    if phase not in layers.PHASES:
+        raise ValueError(f"phase must be one of {', '.join(layers.PHASES)}; got {phase!r}")
+    seq = 1 if seq is None and phase == "decode" else seq
+    if seq is None:
+        raise ValueError("seq must be given for prefill (tokens per sequence)")
+    batch, seq, context, tp = (
+        _check(n, v, lo) for n, v, lo in (("batch", batch, 1), ("seq", seq, 1), ("context", context, 0), ("tp", tp, 1))
+    )
+    gpu_name = get_gpu(gpu).name
+    cfg = model if isinstance(model, dict) else layers.load_config(model)
+    name = model if isinstance(model, str) else cfg.get("_name_or_path") or cfg.get("model_type")
+    sharded = layers.shard(cfg, tp)
+    rows, preds, notes = [], {}, []
+    for kind, count, dense in layers.layer_kinds(cfg):
+        m = layers.build_model(sharded, dense=dense)
+        call = layers.layer_call(m, phase, batch, seq, context)
+        p = predict_module(call.fn, call.args, call.kwargs, gpu=gpu_name, cuda_graph=cuda_graph)
+        preds[kind] = p
+        notes += [a for a in p.assumptions if a not in notes]
+        rows.append(
+            _part(
+                f"layer ({kind})",
+                count,
+                p.device_us,
+                p.wall_us,
+                p.low_us,
+                p.high_us,
+                int((p.kernels["model"] != "unmapped").sum()),
+            )
+        )
+    head = _head(m, sharded, gpu_name, batch, seq, cuda_graph)
+    rows.append(
+        _part(
+            "embedding + norm + LM head",
+            1,
+            head.device_us,
+            head.wall_us,
+            head.low_us,
+            head.high_us,
+            int((head.kernels["model"] != "unmapped").sum()),
+        )
+    )
+    if tp > 1:
+        nbytes = batch * seq * cfg["hidden_size"] * 2
+        ar = predict_latency(
+            {
+                "op": "collective",
+                "gpu": gpu_name,
+                "dtype": "bf16",
+                "backend": "nccl",
+                "collective": "all_reduce",
+                "bytes": nbytes,
+                "ranks": tp,
+            }
+        )
+        count = 2 * cfg["num_hidden_layers"]
+        rows.append(
+            _part(f"all_reduce {nbytes:,} B x{tp}", count, ar.latency_us, ar.latency_us, ar.low_us, ar.high_us, 1)
+        )
+        notes.append("TP all_reduces not overlapped with compute (eager PyTorch runs them in stream order)")
+    parts = pd.DataFrame(rows)
+    tot = {c: float((parts[c] * parts["count"]).sum()) for c in ("device_us", "wall_us", "low_us", "high_us")}
+    tokens = batch * seq
+    return ModelPrediction(
+        model=str(name),
+        gpu=gpu_name,
+        phase=phase,
+        batch=batch,
+        seq=seq,
+        context=context,
+        tp=tp,
+        cuda_graph=cuda_graph,
+        parts=parts,
+        tokens_per_s=tokens / (tot["wall_us"] * 1e-6),
+        layers=preds,
+        assumptions=tuple(notes),
+        **tot,
+    )
+
+
+def _part(name: str, count: int, device: float, wall: float, low: float, high: float, kernels: int) -> dict:
+    return {
+        "part": name,
+        "count": count,
+        "kernels": kernels,
+        "device_us": device,
+        "wall_us": wall,
+        "low_us": low,
+        "high_us": high,
+    }
+
+
+def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool) -> WorkloadPrediction:
+    """Embedding of the step's tokens, the final norm and the LM head on each sequence's last token."""
+    import torch
+
+    ids = torch.empty(batch, seq, dtype=torch.long, device="meta")
+
+    def head():
+        h = model.model.embed_tokens(ids)
+        h = model.model.norm(h)
+        return model.lm_head(h[:, -1:, :])
+
+    return predict_module(head, gpu=gpu, cuda_graph=cuda_graph)
+
+
+__all__ = ["ModelPrediction", "predict_model"]
