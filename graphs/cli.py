@@ -147,6 +147,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+MODEL_HELP = f"a config.json path or one of {', '.join(layers.config_names())}"
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("model", help="predict one step of a whole model (prefill or decode) from its HF config")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""``predict_module``: the kernels a PyTorch call launches on a GPU, each predicted, and the step's device and wall time.
+"""``predict_module``: the kernels a PyTorch call launches on a GPU, each predicted, and the device and wall time.
 
 Nothing runs on a GPU: the call runs on meta tensors under ``graphs.capture``, each aten op is lowered to kernel
 descriptions (``graphs.lower``), every distinct description is predicted once (``predict_many``: the learned model
@@ -111,17 +111,22 @@ def kernel_table(cap: Capture, gpu: str) -> tuple[pd.DataFrame, list[tuple[int, 
     return table, fams, tuple(notes)
 
 
+def op_steps(table: pd.DataFrame, fams: list[tuple[int, str | None]], lat: pd.Series) -> list[tuple[str | None, list]]:
+    """Per captured op, in order: the family of its kernels (None: it launches none) and their predicted µs."""
+    per_op: dict[int, list[float]] = {}
+    for i, v in zip(table["op_index"], lat):
+        per_op.setdefault(int(i), []).append(float(v))
+    return [("elementwise" if f == "unmapped" else f, per_op.get(i, [])) for i, f in fams]
+
+
 def predict_capture(cap: Capture, gpu: str, cuda_graph: bool = False, mode: str = "eager") -> WorkloadPrediction:
     gpu = get_gpu(gpu).name
     table, fams, notes = kernel_table(cap, gpu)
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
     device = float(lat.sum())
-    per_op: dict[int, list[float]] = {}
-    for i, v in zip(table["op_index"], lat):
-        per_op.setdefault(int(i), []).append(float(v))
-    steps = [(host.host_us(f if f != "unmapped" else "elementwise"), per_op.get(i, [])) for i, f in fams]
-    wall = host.timeline(steps, cuda_graph)
+    steps = op_steps(table, fams, lat)
+    wall = host.timeline([(host.host_us(f), k) for f, k in steps], cuda_graph)
     table["share"] = lat / device if device > 0 else 0.0
     table = table.drop(columns=["op_index"]).reindex(columns=list(KERNEL_COLUMNS))
     n_unmapped = int((~ok).sum())

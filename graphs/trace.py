@@ -135,16 +135,35 @@ def rebuild(op: dict) -> OpRecord:
         q, k, v = args[:3]
         causal = bool(args[SDPA_CAUSAL[name]]) if len(args) > SDPA_CAUSAL[name] else False
         return OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), {"is_causal": causal}, ())
-    fn = getattr(torch.ops.aten, name)
-    while args and args[-1] is None:
-        args.pop()
-    out = fn(*args)
+    out = _call_aten(getattr(torch.ops.aten, name), args)
     flat = out if isinstance(out, (list, tuple)) else (out,)
     return OpRecord(
         f"aten.{name}",
         _meta(tuple(args)),
         {},
         tuple(m for m in (_meta(o) for o in flat) if m is not None and hasattr(m, "shape")),
+    )
+
+
+def _call_aten(packet, args: list):
+    """Call an aten op with the profiler's flat argument list: the profiler records keyword-only arguments (``alpha``
+    of ``add``) in line, so each overload's schema decides which trailing values are keywords."""
+    errors = []
+    for overload in packet.overloads():
+        op = getattr(packet, overload)
+        params = op._schema.arguments
+        if len(args) > len(params):
+            continue
+        pos = [a for a, p in zip(args, params) if not p.kwarg_only]
+        kw = {p.name: a for a, p in zip(args, params) if p.kwarg_only and a is not None}
+        while pos and pos[-1] is None:
+            pos.pop()
+        try:
+            return op(*pos, **kw)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            errors.append(f"{overload}: {str(exc).splitlines()[0][:80]}")
+    raise ValueError(
+        f"no overload of aten.{packet._qualified_op_name.split('::')[-1]} takes these inputs ({'; '.join(errors[:3])})"
     )
 
 
@@ -155,7 +174,7 @@ def _list_type(op: dict) -> str:
 
 
 def read_chrome(path: Path) -> list[dict]:
-    """One row per launching op: its name, its kernels' names and summed device µs, and the rebuilt record or why not."""
+    """One row per launching op: its name, its kernels' names and summed µs, and the rebuilt record or why not."""
     try:
         events = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -221,7 +240,7 @@ def read_ncu_csv(path: Path) -> list[dict]:
             {
                 "aten_op": "(ncu: no shapes)",
                 "kernels": [r["Kernel Name"]],
-                "measured_us": float(dur) / 1e3,
+                "measured_us": float(dur.replace(",", "")) / 1e3,
                 "family": _ncu_family(r["Kernel Name"]),
                 "error": "ncu exports carry no shapes: not predicted",
             }

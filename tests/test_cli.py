@@ -1,4 +1,4 @@
-"""The kernelcast command: predict, gpus, layer — human and --json forms, and clear errors."""
+"""The kernelcast command: predict, gpus, layer, model — human and --json forms, and clear errors."""
 
 import io
 import json
@@ -47,14 +47,31 @@ def test_gpus_list_and_show(capsys):
     assert json.loads(out)["sm_count"] == 132
 
 
-def test_layer_totals_are_the_sum_of_the_kernels(capsys):
+def test_layer_is_a_view_of_model_and_its_totals_are_the_sum_of_the_kernels(capsys):
+    pytest.importorskip("transformers")
     code, out, _ = run(
-        capsys, "layer", "--model", "qwen3_235b_a22b", "--tokens", "16", "--gpus", "H100", "--tp", "4", "--json"
+        capsys, "layer", "--model", "qwen3_30b_a3b", "--tokens", "16", "--gpus", "H100", "--tp", "4", "--json"
     )
-    rows = json.loads(out)
-    kernels = [r for r in rows if r["kernel"] != "= layer"]
-    total = next(r for r in rows if r["kernel"] == "= layer")
-    assert [r["kernel"] for r in kernels] == ["qkv", "attention", "o", "experts"]
-    assert total["latency_us"] == pytest.approx(sum(r["latency_us"] for r in kernels))
+    (row,) = json.loads(out)
+    assert code == 0 and row["layer"] == "moe" and row["tokens"] == 16
+    code, out, _ = run(
+        capsys,
+        "model",
+        "--model",
+        "qwen3_30b_a3b",
+        "--phase",
+        "prefill",
+        "--seq",
+        "16",
+        "--gpus",
+        "H100",
+        "--tp",
+        "4",
+        "--json",
+    )
+    (step,) = json.loads(out)
+    layer = next(p for p in step["parts"] if p["part"] == "layer (moe)")
+    assert layer["device_us"] == pytest.approx(row["device_us"]) and layer["count"] == 48
+    assert step["device_us"] == pytest.approx(sum(p["device_us"] * p["count"] for p in step["parts"]))
     code, _, err = run(capsys, "layer", "--model", "llama3_8b", "--tp", "3")
-    assert code == 2 and "tp=3 does not fit" in err
+    assert code == 2 and "tp must divide num_attention_heads=32; got 3" in err

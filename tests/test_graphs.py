@@ -96,8 +96,10 @@ def test_hf_layer_prediction_is_near_the_h200_measurement(model, phase, batch, s
     assert p.unmapped.empty
     assert abs(p.device_us / measured - 1) < 0.2, (p.device_us, measured)
     assert abs(len(p.kernels) - r["eager"]["kernels"]) <= 8  # cuBLAS split-K reductions are second kernels there
+    call.after()  # the capture ran the call: its KV cache grew
     graph = predict_module(call.fn, call.args, call.kwargs, gpu="H200", cuda_graph=True)
-    assert graph.device_us == pytest.approx(p.device_us) and graph.wall_us < p.wall_us
+    assert graph.device_us == pytest.approx(p.device_us)
+    assert graph.wall_us <= p.wall_us + len(p.kernels) * host.GRAPH_GAP_US  # no host term: never slower but the gaps
 
 
 def test_host_timeline_is_host_bound_for_tiny_kernels_and_device_bound_for_big_ones():
