@@ -131,7 +131,15 @@ def _section(name: str, cls, raw: Any):
 
 def _check(cfg: FarmConfig) -> None:
     from kernelcast.collect.shard import RunConfig
+    from kernelcast.collect.sweeps import list_sweeps
+    from kernelcast.features.gpu import resolve_gpu_name
     from kernelcast.features.ops import op_names
+
+    resolve_gpu_name(cfg.gpu)
+    for key, names in (("sweeps", cfg.sweeps), ("sentinels", [cfg.sentinels]), ("test_sweep", [cfg.test_sweep])):
+        unknown = [s for s in names if s not in list_sweeps()]
+        if unknown:
+            raise _bad(key, unknown[0], "a sweep of collect/sweeps/: " + ", ".join(list_sweeps()))
 
     if cfg.fanout.mode not in MODES:
         raise _bad("fanout.mode", cfg.fanout.mode, "one of " + ", ".join(MODES))

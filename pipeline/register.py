@@ -19,6 +19,7 @@ def use_server(cfg: FarmConfig) -> str:
     """Point ``training.tracking`` at the farm's MLflow server (the farm file's, else MLFLOW_TRACKING_URI)."""
     uri = cfg.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{cfg.root / 'mlflow.db'}"
     os.environ["MLFLOW_TRACKING_URI"] = uri
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"  # stdout carries the summary (--json)
     return uri
 
 
@@ -84,8 +85,6 @@ def export(candidate: Path, op: str, dest: Path) -> list[str]:
 
 def register(cfg: FarmConfig, night: str, summary: dict[str, Any], candidate: Path) -> dict[str, Any]:
     """Log the night run; register and export each candidate the evaluate stage promotes."""
-    import mlflow
-
     uri = use_server(cfg)
     client = tracking.setup()
     run_id = night_run(cfg, night)
@@ -97,8 +96,7 @@ def register(cfg: FarmConfig, night: str, summary: dict[str, Any], candidate: Pa
     for op, result in (summary.get("evaluate") or {}).items():
         if not result["promote"]:
             continue
-        with mlflow.start_run(run_id=run_id):
-            mlflow.log_artifacts(str(candidate), artifact_path="shipped")
+        client.log_artifacts(run_id, str(candidate), artifact_path="shipped")
         source = f"{client.get_run(run_id).info.artifact_uri}/shipped"
         promoted[op] = {"version": _register(client, run_id, op, source), "exported": export(candidate, op, cfg.models)}
     client.set_terminated(run_id)

@@ -132,6 +132,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def mlflow_server(folder: Path):
     """``mlflow server`` on 127.0.0.1 with a sqlite backend store under ``folder``; yields its URL."""
+    folder.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
     cmd = [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}"]
@@ -156,5 +157,9 @@ def mlflow_server(folder: Path):
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:  # gunicorn's graceful stop waits on idle workers
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
         log.close()
