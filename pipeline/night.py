@@ -56,11 +56,11 @@ def _fanout(n: Night) -> dict | Waiting:
     if "fanout_started" not in data:
         data["fanout_started"] = time.time()
         n.state.save()
-    tasks = _tasks(n)
+    tasks, runs = _tasks(n), []
     todo = [k for k, t in enumerate(tasks) if plans.missing(t)]
     if todo and cfg.fanout.mode == "local":
-        results = fanout.run_local(cfg, [tasks[k] for k in todo], n.progress)
-        if any(r["interrupted"] for r in results):
+        runs = fanout.run_local(cfg, [tasks[k] for k in todo], n.progress)
+        if any(r["interrupted"] for r in runs):
             raise Stopped(f"night {n.night}: the local fan-out was interrupted; rerun to resume")
         todo = [k for k, t in enumerate(tasks) if plans.missing(t)]
     if todo and cfg.fanout.mode == "slurm":
@@ -79,7 +79,9 @@ def _fanout(n: Night) -> dict | Waiting:
         raise RuntimeError(f"night {n.night}: shards {', '.join(tasks[k].name for k in todo)} still miss rows")
     slots = cfg.fanout.local_workers if cfg.fanout.mode == "local" else _slurm_slots(cfg, len(tasks))
     idle = validate.idle_share([t.out for t in tasks], data["fanout_started"], slots)
-    return {"tasks": [t.name for t in tasks], "submissions": len(data["submissions"]), "idle": idle}
+    keep = ("shard", "measured", "already_done", "status_counts", "restarts", "elapsed_s", "rows_per_min")
+    runs = [{"plan": Path(r["plan"]).name, **{k: r[k] for k in keep}} for r in runs]
+    return {"tasks": [t.name for t in tasks], "submissions": len(data["submissions"]), "idle": idle, "runs": runs}
 
 
 def _slurm_slots(cfg: FarmConfig, tasks: int) -> int:

@@ -105,8 +105,10 @@ def slurm_node():
     key.chmod(0o400)
     for folder in ("/run/munge", "/var/log/munge"):
         shutil.chown(folder, "munge", "munge")
+    munged = None
     if _run(["munge", "-n"]).returncode != 0:
-        _run(["runuser", "-u", "munge", "--", "munged", "--force"])
+        _run(["runuser", "-u", "munge", "--", "munged", "--force"])  # daemonizes; its pid file says which
+        munged = int(Path("/run/munge/munged.pid").read_text())
     CONF.write_text(_conf())
     ctld = subprocess.Popen(
         ["slurmctld", "-D"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
@@ -121,6 +123,8 @@ def slurm_node():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=30)
+        if munged is not None:
+            os.kill(munged, signal.SIGTERM)
 
 
 def _free_port() -> int:
