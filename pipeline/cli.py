@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,11 @@ def _nightly(args: argparse.Namespace) -> int:
             night = args.night or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d")
             result = run_night(cfg, farm_file, night, wait=not args.no_wait, progress=not args.json)
     except Stopped as exc:
-        print(f"kernelcast nightly: {exc}")
+        print(f"kernelcast nightly: {exc}", file=sys.stderr)
         return 143
+    except RuntimeError as exc:  # Slurm refused a submission, shards still short after the last attempt
+        print(f"kernelcast nightly: error: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(result, indent=1, sort_keys=True, default=str) if args.json else text(result))
     return 0
 
