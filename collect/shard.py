@@ -282,6 +282,7 @@ def _run_locked(
                         "ok": ok,
                         "chunk": config.chunk,
                         "write_s": round(written, 6),
+                        "t_end": round(time.time(), 3),  # epoch seconds: a chunk's span is [t_end - wall_s, t_end]
                     },
                 )
                 _log_events(out_dir, pool, tag)

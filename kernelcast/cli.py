@@ -128,12 +128,14 @@ def _stage_parsers(sub) -> None:
     from kernelcast.collect import cli as collect_cli
     from kernelcast.collect import importers
     from kernelcast.graphs import cli as graphs_cli
+    from kernelcast.pipeline import cli as pipeline_cli
     from kernelcast.training import cli as training_cli
 
     collect_cli.add_parsers(sub)
     graphs_cli.add_parsers(sub)
     importers.add_parsers(sub)
     training_cli.add_parsers(sub)
+    pipeline_cli.add_parsers(sub)
 
 
 def _ensure_outside(args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ MAY_IMPORT = {
     "predictors": {"features"},
     "training": {"features", "predictors"},
     "graphs": {"features", "predictors"},
+    "pipeline": {"features", "collect", "predictors", "training", "graphs"},
 }
 
 
