@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,10 +57,29 @@ def check_predictor(predictor: Any) -> None:
 
 
 def predictors_for(op: str, predictor: str) -> list:
-    """The predictors asked for ``op``, in order (the analytical model last: it covers everything)."""
+    """The predictors asked for ``op``, in order: the learned model where it saw the (GPU, backend, dtype), the same
+    model on GPUs it did not see where leave-one-GPU-out says it beats the analytical model, the analytical model
+    last (it covers everything)."""
     check_predictor(predictor)
     model = _learned(op) if predictor == "auto" else None
-    return ([model] if model is not None else []) + [ANALYTICAL]
+    if model is None:
+        return [ANALYTICAL]
+    unseen = _unseen(op, model)
+    return [model] + ([unseen] if unseen is not None else []) + [ANALYTICAL]
+
+
+@functools.cache
+def _unseen_cached(op: str, model_id: int, model_dir: str):
+    from kernelcast.predictors import unseen
+
+    return unseen.read_summary(op, Path(model_dir))
+
+
+def _unseen(op: str, model):
+    from kernelcast.predictors.unseen import UnseenGpuModel
+
+    summary = _unseen_cached(op, id(model), str(model.model_dir))
+    return UnseenGpuModel(model, summary) if summary is not None else None
 
 
 def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto") -> dict[str, np.ndarray]:

@@ -21,6 +21,12 @@ def add_parsers(subparsers) -> None:
         p.add_argument("--op", default="all", choices=(*op_names(), "all"))
         if name == "evaluate":
             p.add_argument("--split", default="random", choices=SPLITS)
+            p.add_argument(
+                "--export-unseen",
+                action="store_true",
+                help="with --split logo: ship the leave-one-GPU-out summary that lets the learned model answer GPUs "
+                "it never saw (predictors/models/<op>.unseen.json)",
+            )
         p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
         p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")
         p.add_argument("--backend", default=None, help="only rows of this backend")
@@ -63,6 +69,7 @@ def _configs(args: argparse.Namespace):
             max_train_rows=args.max_train_rows,
             log_mlflow=not args.no_mlflow,
             force_promote=getattr(args, "force_promote", False),
+            export_unseen=getattr(args, "export_unseen", False),
         )
         for op in _ops(args.op)
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import tempfile
 import time
@@ -15,6 +17,8 @@ from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, build_features
 from kernelcast.predictors.analytical import predict_frame
+from kernelcast.predictors.learned import MODEL_DIR
+from kernelcast.predictors.unseen import summary_path
 from kernelcast.training import data, evaluate, plots, tracking
 from kernelcast.training.export import build_manifest, export_model
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_splits
@@ -38,6 +42,7 @@ class RunConfig:
     log_mlflow: bool = True  # log the run (and register the model when training)
     model_dir: Path | None = None  # where a new champion is exported (default predictors/models)
     force_promote: bool = False  # move `champion` even without a lower MAPE (a serving-speed change)
+    export_unseen: bool = False  # a logo evaluation writes <op>.unseen.json beside the shipped model
 
 
 def load(cfg: RunConfig, roles=("train",)) -> pd.DataFrame:
@@ -185,6 +190,11 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
         "by_fold": by_fold.to_dict("records"),
         "table": table.to_dict("records"),
     }
+    if split == "logo" and len(folds) > 2:
+        result["unseen_gpu"] = unseen_gpu_summary(cfg.op, rows, fingerprint, sorted(frame["dtype"].unique()))
+        result["unseen_gpu"]["backends"] = sorted(str(b) for b in frame["backend"].unique())
+        if cfg.export_unseen:
+            result["unseen_gpu_file"] = str(export_unseen(result["unseen_gpu"], cfg.op, cfg.model_dir))
     if cfg.log_mlflow:
         run_id, _ = tracking.log_run(
             cfg.op,
@@ -197,6 +207,57 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
         )
         result["run_id"] = run_id
     return result
+
+
+#: the 80% interval served for unseen GPUs: these quantiles of log(measured / learned) over held-out GPUs
+UNSEEN_QUANTILES = (0.1, 0.9)
+
+
+def unseen_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: list[str]) -> dict:
+    """What a learned answer for a GPU outside training is worth, from leave-one-GPU-out rows: per held-out GPU the
+    learned and analytical MAPE and the coverage of an interval made from the OTHER held-out GPUs' residuals; pooled,
+    the residual quantiles the served interval uses."""
+    r = np.log(rows["measured"].to_numpy() / rows["learned"].to_numpy())
+    folds = rows["fold"].to_numpy()
+    lo_q, hi_q = UNSEEN_QUANTILES
+    out = []
+    for g in sorted(set(folds)):
+        mine = folds == g
+        q_low, q_high = np.quantile(r[~mine], [lo_q, hi_q])
+        sub = rows[mine]
+        out.append(
+            {
+                "gpu": str(g),
+                "n": int(mine.sum()),
+                "learned_mape": float(np.mean(np.abs(sub["learned"] / sub["measured"] - 1))),
+                "analytical_mape": float(np.mean(np.abs(sub["analytical"] / sub["measured"] - 1))),
+                "coverage": float(np.mean((r[mine] >= q_low) & (r[mine] <= q_high))),
+            }
+        )
+    q_low, q_high = np.quantile(r, [lo_q, hi_q])
+    return {
+        "op": op,
+        "split": "logo",
+        "dtypes": [str(d) for d in dtypes],
+        "folds": out,
+        "pooled": {
+            "learned_mape": float(np.mean([f["learned_mape"] for f in out])),
+            "analytical_mape": float(np.mean([f["analytical_mape"] for f in out])),
+            "q_low": float(q_low),
+            "q_high": float(q_high),
+            "coverage": float(np.mean([f["coverage"] for f in out])),
+        },
+        "data_fingerprint": fingerprint,
+    }
+
+
+def export_unseen(summary: dict, op: str, model_dir: Path | None) -> Path:
+    """Write ``<op>.unseen.json`` beside the shipped model, atomically."""
+    path = summary_path(op, Path(model_dir or MODEL_DIR))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
 
 
 def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float | None:

@@ -1,0 +1,60 @@
+"""Learned answers for GPUs outside training: the leave-one-GPU-out summary (training) and its use in serving."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("xgboost")
+
+from kernelcast import predict_latency  # noqa: E402
+from kernelcast.predictors import learned, unseen  # noqa: E402
+from kernelcast.training.run import unseen_gpu_summary  # noqa: E402
+
+
+def test_summary_intervals_come_from_the_other_folds():
+    # synthetic rows (a unit test of the arithmetic): GPU "b" is off by 2x, the others by +-5%
+    rng = np.random.default_rng(0)
+    parts = []
+    for g, bias in (("a", 1.0), ("b", 2.0), ("c", 1.0), ("d", 1.0)):
+        measured = rng.uniform(10, 100, 400)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "fold": g,
+                    "measured": measured,
+                    "analytical": measured * 1.3,
+                    "learned": measured / bias * rng.uniform(0.95, 1.05, 400),
+                }
+            )
+        )
+    s = unseen_gpu_summary("gemm", pd.concat(parts, ignore_index=True), "f", ["bf16"])
+    by = {f["gpu"]: f for f in s["folds"]}
+    assert by["a"]["learned_mape"] == pytest.approx(0.025, abs=0.01)
+    assert by["b"]["coverage"] < 0.2 < by["a"]["coverage"]  # b's error is outside what the other GPUs showed
+    assert s["pooled"]["analytical_mape"] == pytest.approx(0.3)
+    assert s["pooled"]["q_low"] < 0 < s["pooled"]["q_high"]
+
+
+SHIPPED = unseen.summary_path("gemm", learned.MODEL_DIR)
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped gemm leave-one-GPU-out summary")
+def test_unseen_nvidia_gpu_is_answered_by_the_learned_model_with_its_logo_error():
+    summary = json.loads(SHIPPED.read_text())
+    desc = {"op": "gemm", "gpu": "B200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096}
+    p = predict_latency(desc)
+    assert p.model.endswith(":unseen-gpu") and p.in_distribution is False
+    assert f"{summary['pooled']['learned_mape']:.1%}" in p.assumptions and "leave-one-GPU-out" in p.assumptions
+    assert p.low_us < p.latency_us < p.high_us
+    assert predict_latency({**desc, "gpu": "H200"}).model.startswith("learned:gemm@")  # seen: the plain model
+    assert predict_latency({**desc, "gpu": "MI300X"}).model == "analytical"  # no AMD row measured
+    assert predict_latency({**desc, "dtype": "fp8_e4m3", "gpu": "B200"}).model != p.model  # no fp8 LOGO figure
+
+
+def test_a_bad_summary_file_is_an_error_naming_it(tmp_path):
+    (tmp_path / "gemm.unseen.json").write_text(json.dumps({"op": "gemm"}))
+    with pytest.raises(ValueError, match="gemm.unseen.json: missing keys"):
+        unseen.read_summary("gemm", tmp_path)
+    assert unseen.read_summary("attention", tmp_path) is None
