@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 #: host µs per captured aten op that launches no kernel (views, allocations: Python and dispatcher only)
-OP_US = 5.5
+OP_US = 6.75
 #: host µs per aten op that launches kernels, by the family of its first kernel: the probe's per-op costs (gemm 21,
-#: attention 32, elementwise 12, reduction 14, copy 13, moe 25) times 2.9, the layer fit (Python modules, hooks)
-KERNEL_US = {"gemm": 60.9, "attention": 92.8, "elementwise": 34.8, "reduction": 40.6, "copy": 37.7, "moe": 72.5}
+#: attention 32, elementwise 12, reduction 14, copy 13, moe 25) times 2.85, the layer fit (Python modules, hooks)
+KERNEL_US = {"gemm": 59.9, "attention": 91.2, "elementwise": 34.2, "reduction": 39.9, "copy": 37.1, "moe": 71.3}
 #: device-side gap between consecutive kernels of a CUDA graph replay (graph span - device time) / kernels
 GRAPH_GAP_US = 0.55
 

@@ -334,11 +334,10 @@ def _gemm(rec: OpRecord, name: str) -> Lowered:
         m, k = a.shape
         desc.update(m=m, n=1, k=k, layout="nn")
     elif name == "_grouped_mm":
-        groups = b.shape[0]
-        k = a.shape[-1]
-        n = b.shape[-1]
-        desc.update(m=max(1, -(-a.shape[0] // groups)), n=n, k=k, batch=groups, layout="nt", backend="grouped")
-        assumption = f"grouped GEMM as {groups} equal groups of {desc['m']} rows (balanced routing)"
+        rows, k, n = a.shape[0], a.shape[-1], b.shape[-1]
+        groups = max(1, min(b.shape[0], rows))  # balanced routing of `rows` over the experts: empty groups are skipped
+        desc.update(m=max(1, -(-rows // groups)), n=n, k=k, batch=groups, layout="nt", backend="grouped")
+        assumption = "grouped GEMM: balanced routing (rows spread evenly over min(experts, rows) experts)"
     elif name in ("bmm", "baddbmm"):
         batch, m, k = a.shape
         n = b.shape[2]
