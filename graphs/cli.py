@@ -94,7 +94,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
                         "wall_us": wp.wall_us,
                         "low_us": wp.low_us,
                         "high_us": wp.high_us,
-                        "top_kernel": _top(wp.kernels),
+                        "device_share": _top(wp.kernels),
                     }
                 )
     if args.json:

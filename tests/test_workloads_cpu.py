@@ -59,7 +59,8 @@ def test_registering_twice_raises():
 
 def test_get_backend_lists_what_exists():
     with pytest.raises(
-        ValueError, match="kernel_desc\\['backend'\\] must be a measurable backend of op 'gemm': cublas, triton"
+        ValueError,
+        match="kernel_desc\\['backend'\\] must be a measurable backend of op 'gemm': cublas, grouped, triton",
     ):
         get_backend("gemm", "trtllm")
 
