@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK
+from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, SMALL
 from kernelcast.features.gpu import get_gpu
 
 #: GPU spec numbers every feature row carries, in this order
@@ -80,8 +80,10 @@ def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:
     dts = np.asarray(dtypes, dtype=object)
     if dts.ndim == 0 or len(dts) != len(names):
         dts = np.broadcast_to(dts, names.shape)
-    uniq, inv = _unique(np.char.add(np.char.add(names.astype(str), "|"), dts.astype(str)))
-    return np.asarray([_peak(*str(u).split("|")) for u in uniq])[inv]
+    if len(names) <= SMALL:  # a few rows: no hashing
+        return np.fromiter((_peak(str(g), str(d)) for g, d in zip(names, dts)), np.float64, len(names))
+    codes, first = key_codes(names, dts)  # each distinct (GPU, dtype) looked up once
+    return np.asarray([_peak(str(names[i]), str(dts[i])) for i in first], dtype=np.float64)[codes]
 
 
 def roofline_floors(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, gpu) -> dict[str, np.ndarray]:

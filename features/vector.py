@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.common import GPU_COLUMNS, gpu_columns, latency_scale
-from kernelcast.features.fields import OUTSIDE_BACKENDS, ChoiceField
+from kernelcast.features.fields import OUTSIDE_BACKENDS, SMALL, ChoiceField
 from kernelcast.features.ops import get_op
 
 #: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
@@ -41,7 +41,14 @@ def categories(op: str) -> dict[str, tuple[str, ...]]:
 
 def default_source(backend) -> np.ndarray:
     """Whose methodology a row is predicted under when the frame does not say."""
-    return np.where(np.isin(np.asarray(backend, dtype=object), OUTSIDE_BACKENDS), "aiconfigurator", "kernelcast")
+    backend = np.asarray(backend, dtype=object)
+    if backend.size <= SMALL:  # a few rows: no set operations
+        outside = np.fromiter((b in OUTSIDE_BACKENDS for b in backend.ravel()), bool, backend.size).reshape(
+            backend.shape
+        )
+    else:
+        outside = np.isin(backend, OUTSIDE_BACKENDS)
+    return np.where(outside, "aiconfigurator", "kernelcast")
 
 
 def feature_columns(cols: Mapping[str, object], op: str, learned: bool = True) -> dict[str, np.ndarray]:

@@ -7,8 +7,9 @@ log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), `
 versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
 against its hash when read: a stale, altered or truncated file, a manifest that is not JSON or lacks a
 key, or a non-finite offset is a ``ModelFileError`` naming the file — never a silent answer.
-xgboost is imported only for a batch over NUMPY_ROWS; without it installed ``load_model`` returns None
-and dispatch answers analytically.
+Serving walks the trees in compiled C (``compiled.py``) for one row and for batches; where no walker can be
+built (no C compiler) a few rows are walked in numpy and batches over NUMPY_ROWS go to XGBoost, the same answers
+slower. Without xgboost installed ``load_model`` returns None and dispatch answers analytically.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kernelcast.features.common import key_codes
 from kernelcast.features.fields import SMALL
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, categories, default_source, feature_names
+from kernelcast.predictors.compiled import CompiledForest, compile_forest
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
@@ -74,7 +76,17 @@ def matrix_columns(op: str) -> list[str]:
     One-hot rather than XGBoost's native categorical splits: as accurate on our rows (cuBLAS median
     APE within noise, benchmarks/RESULTS.md) and faster to predict, since every split is then a plain threshold.
     """
-    return list(feature_names(op)) + [f"{name}={cat}" for name, cats in categories(op).items() for cat in cats]
+    return list(_matrix_columns(op))
+
+
+@functools.cache
+def _matrix_columns(op: str) -> tuple[str, ...]:
+    return tuple(feature_names(op)) + tuple(f"{name}={cat}" for name, cats in categories(op).items() for cat in cats)
+
+
+@functools.cache
+def _category_index(cats: tuple[str, ...]) -> dict[str, int]:
+    return {c: i for i, c in enumerate(cats)}
 
 
 def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.ndarray:
@@ -87,9 +99,13 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
     get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     names = feature_names(op)
     n = len(np.atleast_1d(get(names[0])))
-    out = np.zeros((n, len(matrix_columns(op))), dtype=np.float32)
-    for j, name in enumerate(names):
-        out[:, j] = get(name)
+    if n <= SMALL:  # a few rows: one stack instead of a write per column
+        out = np.zeros((n, len(_matrix_columns(op))), dtype=np.float32)
+        out[:, : len(names)] = np.stack([get(name) for name in names], axis=1)  # every feature: one value per row
+    else:  # column by column into a column-major matrix: each write is contiguous
+        out = np.zeros((len(_matrix_columns(op)), n), dtype=np.float32).T
+        for j, name in enumerate(names):
+            out[:, j] = get(name)
     start = len(names)
     for name, cats in categories(op).items():
         values = default_source(get("backend")) if name == "source" and name not in features else get(name)
@@ -104,10 +120,11 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
     """Index of each value in ``cats``; -1 for a value not in it (or missing)."""
     if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         values = np.asarray(values, dtype=object)
-    lookup = {c: i for i, c in enumerate(cats)}
-    values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
+    lookup = _category_index(cats)
     if n <= SMALL:  # a few rows: dict lookups beat hashing the column
-        return np.fromiter((lookup.get(str(v), -1) if isinstance(v, str) else -1 for v in values), np.intp, n)
+        values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
+        return np.fromiter((lookup.get(v, -1) if isinstance(v, str) else -1 for v in values), np.intp, n)
+    values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
     inverse, uniq = pd.factorize(values)  # missing values get -1: the trailing -1
     return np.asarray([lookup.get(str(u), -1) for u in uniq] + [-1], dtype=np.intp)[inverse]
 
@@ -115,7 +132,7 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
 def source_codes(x: np.ndarray, op: str) -> np.ndarray:
     """Each row's source as its index in ``categories(op)["source"]`` (-1: none), read off the matrix."""
     sources = categories(op)["source"]
-    first = matrix_columns(op).index(f"source={sources[0]}")
+    first = _matrix_columns(op).index(f"source={sources[0]}")
     block = x[:, first : first + len(sources)]
     return np.where(block.any(axis=1), block.argmax(axis=1), -1)
 
@@ -206,8 +223,11 @@ def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> P
 def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
     """Each row's config (canonical JSON or None) has only key values seen in training (None: no config, in family)."""
     configs = np.atleast_1d(np.asarray(configs, dtype=object))
+    texts = [c if isinstance(c, str) else "" for c in configs]
+    if not any(texts):  # no row has a config: all in family
+        return np.ones(len(texts), dtype=bool)
     seen_sets = {k: set(v) for k, v in seen.items()}
-    codes, uniq = pd.factorize(np.asarray([c if isinstance(c, str) else "" for c in configs], dtype=object))
+    codes, uniq = pd.factorize(np.asarray(texts, dtype=object))
     ok = []
     for text in uniq:
         cfg = json.loads(text) if text else {}
@@ -226,6 +246,7 @@ class LearnedModel:
     manifest: dict
     forest: Forest  # both boosters' trees, for numpy walks of a few rows
     model_dir: Path
+    compiled: CompiledForest | None = None  # the same trees walked in C (None: no C compiler; numpy and XGBoost)
     threads: int = 0  # the nthread both boosters were last set to (0: never)
     _boosters: tuple | None = None  # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
     needs_learned_features = True
@@ -285,7 +306,10 @@ class LearnedModel:
     def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
         x = feature_matrix(features, self.op)
-        if len(x) <= NUMPY_ROWS:
+        if self.compiled is not None:
+            margins = self.compiled.predict(x)
+            point, quantiles = margins[:, 0], margins[:, 1:]
+        elif len(x) <= NUMPY_ROWS:
             margins = self.forest.predict(x)
             point, quantiles = margins[:, 0], margins[:, 1:]
         else:
@@ -332,6 +356,8 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
             stacklevel=3,
         )
         return None
+    for role in ("booster", "quantile_booster"):  # read only without a compiled walker: checked here all the same
+        verified(folder, op, role, manifest)
     path = verified(folder, op, "forest", manifest)
     try:
         forest = Forest.load(path)
@@ -341,7 +367,7 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
         raise ModelFileError(
             f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}"
         )
-    return LearnedModel(op, manifest, forest, folder)
+    return LearnedModel(op, manifest, forest, folder, compile_forest(forest))
 
 
 def _read_boosters(folder: Path, op: str, manifest: Mapping[str, Any]) -> tuple:

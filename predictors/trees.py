@@ -87,7 +87,7 @@ class Forest:
             combine=combine,
             base=bases,
             n_features=n_features,
-            depth=_depth(children, roots),
+            depth=tree_depth(children, roots),
         )
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -144,7 +144,7 @@ class Forest:
         return self.leaf_value.take(node).astype(np.float64) @ self.combine + self.base
 
 
-def _depth(children: np.ndarray, roots: np.ndarray) -> int:
+def tree_depth(children: np.ndarray, roots: np.ndarray) -> int:
     """Levels from the roots to the deepest leaf (a leaf's children are itself)."""
     frontier, depth = roots, 0
     while True:

@@ -1,0 +1,168 @@
+"""Learned forests walked in compiled C (``forest.c``): built once per machine into a cache folder, loaded
+with ctypes, for one row and for batches alike.
+
+The C file follows ``trees.Forest``'s semantics (XGBoost's CPU predictor), so a compiled forest gives the
+numpy walk's margins. It is built by the system C compiler (``$CC``, else ``cc``) into
+``$KERNELCAST_CACHE`` (else ``$XDG_CACHE_HOME/kernelcast``, else ``~/.cache/kernelcast``), named by the
+sha256 of the source, the compiler and its flags, written to a temporary file and renamed into place, so
+concurrent processes never load half a library. Without a compiler, or when the build fails, ``library``
+says why and serving walks the trees in numpy (a few rows) or XGBoost (batches), slower but the same answers
+(benchmarks/RESULTS.md has both).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from kernelcast.predictors.trees import Forest, tree_depth
+
+SOURCE = Path(__file__).with_name("forest.c")
+CFLAGS = ("-O3", "-shared", "-fPIC")
+#: one packed node (``kc_node`` in forest.c): a split's fields and a leaf's value side by side
+NODE = np.dtype(
+    [
+        ("feature", "<i4"),
+        ("threshold", "<f4"),
+        ("child", "<i4", (2,)),
+        ("leaf", "<f4"),
+        ("default_right", "<i4"),
+    ]
+)
+#: batches this large are split over every core (the C call releases the GIL); smaller ones stay on one
+PARALLEL_ROWS = 4096
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("KERNELCAST_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelcast"
+
+
+def _build(compiler: str, target: Path) -> str | None:
+    """Compile ``SOURCE`` into ``target`` atomically; the compiler's first error line on failure."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        run = subprocess.run(
+            [compiler, *CFLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, timeout=120, check=False
+        )
+        if run.returncode != 0:
+            lines = (run.stderr or run.stdout).strip().splitlines()
+            return f"{compiler} failed on {SOURCE.name}: {lines[0] if lines else f'exit {run.returncode}'}"
+        os.replace(tmp, target)
+        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{compiler} could not build {SOURCE.name}: {exc}"
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@functools.cache
+def library() -> tuple[ctypes.CDLL | None, str]:
+    """(the loaded walker, its path) or (None, why not); built on first use, then read from the cache."""
+    name = os.environ.get("CC") or "cc"
+    compiler = shutil.which(name)
+    if compiler is None:
+        return None, f"no C compiler: {name!r} is not on PATH (set CC)"
+    key = hashlib.sha256(SOURCE.read_bytes() + "\0".join([compiler, *CFLAGS]).encode()).hexdigest()[:16]
+    path = cache_dir() / f"forest-{key}.so"
+    if not path.exists():
+        try:
+            problem = _build(compiler, path)
+        except OSError as exc:  # the cache folder cannot be made
+            problem = f"cannot write the cache folder {path.parent}: {exc}"
+        if problem is not None:
+            return None, problem
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        return None, f"{path}: cannot be loaded ({exc}); delete it to rebuild"
+    lib.kc_forest_predict.argtypes = [_P, _I, _I, _P, _P, _P, _P, _I, _I, _P, _P]
+    lib.kc_forest_predict.restype = None
+    return lib, str(path)
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="kernelcast-forest")
+
+
+class CompiledForest:
+    """A ``Forest`` packed for ``forest.c``: ``predict`` gives the same (rows, outputs) margins as
+    ``Forest.predict``."""
+
+    def __init__(self, forest: Forest, lib: ctypes.CDLL):
+        nodes = np.zeros(len(forest.feature), dtype=NODE)
+        nodes["feature"] = forest.feature
+        nodes["threshold"] = forest.threshold
+        nodes["child"] = forest.children.reshape(-1, 2)
+        nodes["leaf"] = forest.leaf_value
+        nodes["default_right"] = forest.default_right
+        self.nodes = nodes
+        self.roots = np.ascontiguousarray(forest.roots, dtype=np.int64)
+        self.depths = np.asarray([tree_depth(forest.children, np.asarray([r])) for r in forest.roots], dtype=np.int32)
+        self.outputs = np.ascontiguousarray(forest.combine.argmax(axis=1), dtype=np.int32)
+        self.base = np.ascontiguousarray(forest.base, dtype=np.float64)
+        self.n_features = forest.n_features
+        self._fn = lib.kc_forest_predict
+
+    def _run(self, x: np.ndarray, out: np.ndarray) -> None:
+        self._fn(
+            x.ctypes.data,
+            len(x),
+            self.n_features,
+            self.nodes.ctypes.data,
+            self.roots.ctypes.data,
+            self.depths.ctypes.data,
+            self.outputs.ctypes.data,
+            len(self.roots),
+            len(self.base),
+            self.base.ctypes.data,
+            out.ctypes.data,
+        )
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """(rows, features) float32 -> (rows, outputs) float64 margins; large batches on every core."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.n_features:
+            raise ValueError(f"x must be (rows, {self.n_features}); got shape {x.shape}")
+        out = np.empty((len(x), len(self.base)), dtype=np.float64)
+        workers = 1 if len(x) < PARALLEL_ROWS else os.cpu_count() or 1
+        if workers == 1:
+            self._run(x, out)
+            return out
+        bounds = np.linspace(0, len(x), workers + 1).astype(int)
+        jobs = [_pool().submit(self._run, x[a:b], out[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        for job in jobs:
+            job.result()
+        return out
+
+
+def compile_forest(forest: Forest) -> CompiledForest | None:
+    """The compiled form of ``forest``, or None (with a ``RuntimeWarning`` saying why) when no walker can be built."""
+    lib, where = library()
+    if lib is None:
+        warnings.warn(
+            f"compiled tree walker unavailable ({where}): learned models walk their trees in numpy and XGBoost "
+            "(the same answers, slower; benchmarks/RESULTS.md)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    return CompiledForest(forest, lib)

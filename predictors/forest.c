@@ -1,0 +1,46 @@
+/* kernelcast: XGBoost tree ensembles walked in C (predictors/compiled.py builds and loads this file).
+ *
+ * The semantics of predictors/trees.py (XGBoost's CPU predictor): a split sends value >= threshold
+ * right, a missing value (NaN) goes its node's default way; a leaf's children are itself; each tree adds
+ * its leaf to one output column, each column starts from its base score. Rows go in blocks and every row
+ * of a block steps down a tree one level at a time without branching, so the loads of a block's rows
+ * overlap and no mispredicted branch stalls the walk (as trees.Forest does in numpy). */
+#include <stdint.h>
+
+typedef struct {
+    int32_t feature;       /* input column a split reads (leaves: 0) */
+    float threshold;       /* go right when value >= threshold (leaves: +inf) */
+    int32_t child[2];      /* left, right (a leaf: itself twice) */
+    float leaf;            /* a leaf's value */
+    int32_t default_right; /* where a missing value goes (leaves: 0) */
+} kc_node;
+
+#define KC_BLOCK 64
+
+void kc_forest_predict(const float *x, int64_t rows, int64_t n_features, const kc_node *nodes,
+                       const int64_t *roots, const int32_t *depths, const int32_t *outputs, int64_t n_trees,
+                       int64_t n_outputs, const double *base, double *out) {
+    int64_t at[KC_BLOCK];
+    for (int64_t r0 = 0; r0 < rows; r0 += KC_BLOCK) {
+        const int64_t n = r0 + KC_BLOCK < rows ? KC_BLOCK : rows - r0;
+        const float *xb = x + r0 * n_features;
+        double *ob = out + r0 * n_outputs;
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t o = 0; o < n_outputs; ++o) ob[r * n_outputs + o] = 0.0;
+        for (int64_t t = 0; t < n_trees; ++t) {
+            for (int64_t r = 0; r < n; ++r) at[r] = roots[t];
+            for (int32_t level = 0; level < depths[t]; ++level) {
+                for (int64_t r = 0; r < n; ++r) {
+                    const kc_node *node = nodes + at[r];
+                    const float v = xb[r * n_features + node->feature];
+                    const int right = (v >= node->threshold) | ((v != v) & node->default_right);
+                    at[r] = node->child[right];
+                }
+            }
+            const int64_t o = outputs[t];
+            for (int64_t r = 0; r < n; ++r) ob[r * n_outputs + o] += (double)nodes[at[r]].leaf;
+        }
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t o = 0; o < n_outputs; ++o) ob[r * n_outputs + o] += base[o];
+    }
+}
