@@ -110,8 +110,13 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
     for name, cats in categories(op).items():
         values = default_source(get("backend")) if name == "source" and name not in features else get(name)
         codes = category_codes(values, cats, n)
-        known = codes >= 0
-        out[np.flatnonzero(known), start + codes[known]] = 1.0
+        if n <= SMALL:
+            for i, code in enumerate(codes.tolist()):
+                if code >= 0:
+                    out[i, start + code] = 1.0
+        else:
+            known = codes >= 0
+            out[np.flatnonzero(known), start + codes[known]] = 1.0
         start += len(cats)
     return out
 
@@ -122,7 +127,8 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
         values = np.asarray(values, dtype=object)
     lookup = _category_index(cats)
     if n <= SMALL:  # a few rows: dict lookups beat hashing the column
-        values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
+        if isinstance(values, str) or np.ndim(values) == 0:
+            values = [values.item() if isinstance(values, np.ndarray) else values] * n
         return np.fromiter((lookup.get(v, -1) if isinstance(v, str) else -1 for v in values), np.intp, n)
     values = np.broadcast_to(np.asarray(values, dtype=object), (n,))
     inverse, uniq = pd.factorize(values)  # missing values get -1: the trailing -1
