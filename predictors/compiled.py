@@ -93,7 +93,7 @@ def library() -> tuple[ctypes.CDLL | None, str]:
         lib = ctypes.CDLL(str(path))
     except OSError as exc:
         return None, f"{path}: cannot be loaded ({exc}); delete it to rebuild"
-    lib.kc_forest_predict.argtypes = [_P, _I, _I, _P, _P, _P, _P, _I, _I, _P, _P]
+    lib.kc_forest_predict.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _I, _I, _P, _P]
     lib.kc_forest_predict.restype = None
     return lib, str(path)
 
@@ -126,7 +126,8 @@ class CompiledForest:
         self._fn(
             x.ctypes.data,
             len(x),
-            self.n_features,
+            x.strides[0] // x.itemsize,
+            x.strides[1] // x.itemsize,
             self.nodes.ctypes.data,
             self.roots.ctypes.data,
             self.depths.ctypes.data,
@@ -138,8 +139,11 @@ class CompiledForest:
         )
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """(rows, features) float32 -> (rows, outputs) float64 margins; large batches on every core."""
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        """(rows, features) float32 -> (rows, outputs) float64 margins; large batches on every core. Row-major and
+        column-major matrices are read in place."""
+        x = np.asarray(x, dtype=np.float32)
+        if not (x.flags.c_contiguous or x.flags.f_contiguous):
+            x = np.ascontiguousarray(x)
         if x.ndim != 2 or x.shape[1] != self.n_features:
             raise ValueError(f"x must be (rows, {self.n_features}); got shape {x.shape}")
         out = np.empty((len(x), len(self.base)), dtype=np.float64)

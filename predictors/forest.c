@@ -17,13 +17,14 @@ typedef struct {
 
 #define KC_BLOCK 64
 
-void kc_forest_predict(const float *x, int64_t rows, int64_t n_features, const kc_node *nodes,
+/* x[r * row_stride + f * col_stride] is row r's feature f (strides in elements: C or Fortran order alike) */
+void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t col_stride, const kc_node *nodes,
                        const int64_t *roots, const int32_t *depths, const int32_t *outputs, int64_t n_trees,
                        int64_t n_outputs, const double *base, double *out) {
     int64_t at[KC_BLOCK];
     for (int64_t r0 = 0; r0 < rows; r0 += KC_BLOCK) {
         const int64_t n = r0 + KC_BLOCK < rows ? KC_BLOCK : rows - r0;
-        const float *xb = x + r0 * n_features;
+        const float *xb = x + r0 * row_stride;
         double *ob = out + r0 * n_outputs;
         for (int64_t r = 0; r < n; ++r)
             for (int64_t o = 0; o < n_outputs; ++o) ob[r * n_outputs + o] = 0.0;
@@ -32,7 +33,7 @@ void kc_forest_predict(const float *x, int64_t rows, int64_t n_features, const k
             for (int32_t level = 0; level < depths[t]; ++level) {
                 for (int64_t r = 0; r < n; ++r) {
                     const kc_node *node = nodes + at[r];
-                    const float v = xb[r * n_features + node->feature];
+                    const float v = xb[r * row_stride + node->feature * col_stride];
                     const int right = (v >= node->threshold) | ((v != v) & node->default_right);
                     at[r] = node->child[right];
                 }

@@ -5,7 +5,7 @@ log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), `
 (its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
 ``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint, metrics,
 versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
-against its hash when read: a stale, altered or truncated file, a manifest that is not JSON or lacks a
+against its hash when the model loads: a stale, altered or truncated file, a manifest that is not JSON or lacks a
 key, or a non-finite offset is a ``ModelFileError`` naming the file — never a silent answer.
 Serving walks the trees in compiled C (``compiled.py``) for one row and for batches; where no walker can be
 built (no C compiler) a few rows are walked in numpy and batches over NUMPY_ROWS go to XGBoost, the same answers

@@ -9,12 +9,13 @@ import pytest
 pytest.importorskip("xgboost")
 from kernelcast import predict_latency, predict_many  # noqa: E402
 from kernelcast.features.desc import op_fields  # noqa: E402
+from kernelcast.features.ops import op_names  # noqa: E402
 from kernelcast.features.vector import feature_columns  # noqa: E402
 from kernelcast.predictors import compiled  # noqa: E402
-from kernelcast.predictors.learned import feature_matrix, load_model  # noqa: E402
+from kernelcast.predictors.learned import MODEL_DIR, feature_matrix, load_model  # noqa: E402
 from kernelcast.training.data import load_rows  # noqa: E402
 
-OPS = ["gemm", "attention", "moe", "collective"]
+OPS = [op for op in op_names() if (MODEL_DIR / f"{op}.json").exists()]  # every shipped model
 
 
 @pytest.fixture
