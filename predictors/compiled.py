@@ -41,6 +41,9 @@ NODE = np.dtype(
 )
 #: batches this large are split over every core (the C call releases the GIL); smaller ones stay on one
 PARALLEL_ROWS = 4096
+#: chunks per worker thread: on a shared machine a core another process holds finishes fewer chunks instead of
+#: holding up half the batch
+CHUNKS_PER_WORKER = 8
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 
@@ -151,7 +154,8 @@ class CompiledForest:
         if workers == 1:
             self._run(x, out)
             return out
-        bounds = np.linspace(0, len(x), workers + 1).astype(int)
+        chunks = min(workers * CHUNKS_PER_WORKER, len(x) // (PARALLEL_ROWS // 2))  # a busy core takes fewer of them
+        bounds = np.linspace(0, len(x), chunks + 1).astype(int)
         jobs = [_pool().submit(self._run, x[a:b], out[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
         for job in jobs:
             job.result()
