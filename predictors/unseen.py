@@ -75,8 +75,18 @@ class UnseenGpuModel:
         p = self.summary["pooled"]
         return p["learned_mape"] < p["analytical_mape"]
 
+    def _beats_analytical(self, gpu: str) -> bool:
+        """A GPU that was a leave-one-GPU-out fold: its own figure decides; any other GPU: the pooled figure."""
+        fold = self._folds.get(gpu)
+        return fold["learned_mape"] < fold["analytical_mape"] if fold else self.useful
+
+    @functools.cached_property
+    def _folds(self) -> dict:
+        return {f["gpu"]: f for f in self.summary["folds"]}
+
     def assumptions(self, op: str | None = None) -> str:
         p, folds = self.summary["pooled"], self.summary["folds"]
+        per = ", ".join(f"{f['gpu']} {f['learned_mape']:.1%}" for f in folds)
         worst = max(folds, key=lambda f: f["learned_mape"])
         return (
             f"this GPU is not in the training data for this backend/dtype: learned from its spec; leave-one-GPU-out "
@@ -84,7 +94,7 @@ class UnseenGpuModel:
             f"({', '.join(self.summary['dtypes'])} {'/'.join(self.summary.get('backends', []))} rows; worst "
             f"{worst['gpu']} {worst['learned_mape']:.1%}); 80% interval "
             f"from leave-one-GPU-out residuals (held-out coverage {p.get('coverage', float('nan')):.0%}); "
-            + self.model.assumptions(op)
+            f"per held-out GPU: {per}; " + self.model.assumptions(op)
         )
 
     def covers(self, op: str, cols) -> np.ndarray:
@@ -97,13 +107,14 @@ class UnseenGpuModel:
                 and f"{b}|{d}" in self._known
                 and d in self.summary["dtypes"]
                 and _nvidia(g)
+                and self._beats_analytical(g)
                 for g, b, d in zip(gpu, backend, dtype)
             ),
             bool,
             len(gpu),
         )
-        if not ok.any() or not self.useful:
-            return np.zeros(len(gpu), dtype=bool)
+        if not ok.any():
+            return ok
         for col, (lo, hi) in self.model.manifest["ranges"].items():
             values = np.asarray(cols[col], dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)

@@ -51,6 +51,10 @@ def test_unseen_nvidia_gpu_is_answered_by_the_learned_model_with_its_logo_error(
     assert predict_latency({**desc, "gpu": "H200"}).model.startswith("learned:gemm@")  # seen: the plain model
     assert predict_latency({**desc, "gpu": "MI300X"}).model == "analytical"  # no AMD row measured
     assert predict_latency({**desc, "dtype": "fp8_e4m3", "gpu": "B200"}).model != p.model  # no fp8 LOGO figure
+    folds = {f["gpu"]: f for f in summary["folds"]}
+    a100 = predict_latency({**desc, "gpu": "A100"}).model
+    beats = folds["a100_sxm"]["learned_mape"] < folds["a100_sxm"]["analytical_mape"]
+    assert a100.endswith(":unseen-gpu") == beats  # a fold GPU: its own leave-one-GPU-out figure decides
 
 
 def test_a_bad_summary_file_is_an_error_naming_it(tmp_path):
