@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, SMALL
+from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, SMALL, Rule
 from kernelcast.features.gpu import get_gpu
 
 #: GPU spec numbers every feature row carries, in this order
@@ -276,3 +276,39 @@ def stream_assumptions(what: str) -> str:
         f"{what}: bytes at {MEMORY_EFFICIENCY:.0%} of HBM bandwidth, arithmetic at {VECTOR_EFFICIENCY:.0%} of the "
         f"fp32 vector peak, {KERNEL_FLOOR_CYCLES:g} cycles per kernel floor, 1 kernel"
     )
+
+
+@functools.cache
+def _smem_limit(gpu: str) -> float:
+    return float(get_gpu(gpu).shared_memory_per_block_bytes)
+
+
+def shared_memory_rule(stage_bytes, keys: tuple[str, ...], formula: str) -> Rule:
+    """Reject a Triton config whose tiles for a single pipeline stage exceed the GPU's shared memory per block.
+
+    ``stage_bytes(cols, cfg, elem_bytes)`` is the op's operand tiles of one stage in bytes (``cfg``: the config
+    values of ``keys``). One stage is a lower bound on what Triton allocates: with ``num_stages`` stages it
+    usually needs ``num_stages`` times that, but on our H200 rows 951 GEMM and 323 attention configs over that
+    estimate ran (Triton keeps fewer stages for some shapes, e.g. unaligned operands), so only configs that no
+    shape can fit are refused. Registers are not a rejection: a CTA short of registers spills to local memory and
+    runs (configs with 256 fp32 accumulators per thread ran on the H200), which the occupancy features describe."""
+
+    def _bytes(c):
+        cfg = triton_configs(c)
+        values = dict(zip(keys, config_values(cfg, keys, (np.nan,) * len(keys))))
+        need = stage_bytes(c, values, lookup(c["dtype"], "bytes"))
+        limit = np.asarray([_smem_limit(g) for g in np.atleast_1d(np.asarray(c["gpu"], dtype=object))])
+        return np.asarray(need, dtype=np.float64), limit
+
+    def ok(c):
+        need, limit = _bytes(c)
+        return ~(need > limit)  # NaN (no Triton config) passes
+
+    def allowed(c):
+        need, limit = (float(v[0]) for v in _bytes(c))
+        return (
+            f"a config that fits {c['gpu']}'s {limit:.0f} B ({limit / 1024:g} KiB) of shared memory per block: "
+            f"one pipeline stage of its tiles ({formula}) needs {need:.0f} B ({need / 1024:g} KiB)"
+        )
+
+    return Rule("config", ok, allowed)

@@ -285,9 +285,10 @@ class ChoiceField(Field):
     default: Any = None
     canon: Callable[[Any], Any] | None = None
     python_type: type = str
+    note: str = ""  # what the names mean, said with every error and in `kernelcast fields`
 
     def describe(self) -> str:
-        return "one of " + ", ".join(self.choices)
+        return "one of " + ", ".join(self.choices) + (f" ({self.note})" if self.note else "")
 
     def scalar(self, value, ctx):
         value = self.canon(value) if self.canon is not None else value
@@ -421,7 +422,9 @@ class TritonConfig:
         return CustomField(
             checker=checker,
             scalar_checker=lambda value, ctx: self.check_one(value, ctx["backend"]),
-            text="a Triton config mapping (backend 'triton') or none",
+            text="for backend 'triton' a mapping of "
+            + ", ".join(f"{k} ({IntField(lo, hi, pow2=p).describe()})" for k, (lo, hi, p) in self.keys.items())
+            + "; for other backends none or free annotations",
             default=None,
             optional=True,
         )

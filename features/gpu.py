@@ -27,6 +27,7 @@ class GpuSpec:
     l2_bytes: float
     infinity_cache_bytes: float
     shared_memory_per_sm_bytes: float
+    shared_memory_per_block_bytes: float  # the most one CTA (workgroup) may use: a Triton config over it cannot run
     registers_per_sm: int
     max_warps_per_sm: int
     max_threads_per_sm: int

@@ -54,6 +54,11 @@ GPU_FIELD = CustomField(
 _FREE_CONFIG_KEYS: dict = {}
 
 
+def op_field_kinds(op: str) -> dict[str, Field]:
+    """Every field of ``op`` after ``op`` itself (gpu, dtype, backend, the family's own, config) with its kind."""
+    return dict(_fields(op))
+
+
 @functools.cache
 def _fields(op: str) -> dict[str, Field]:
     from kernelcast.features.fields import TritonConfig
@@ -343,6 +348,7 @@ __all__ = [
     "Problems",
     "all_field_names",
     "columns_from_records",
+    "op_field_kinds",
     "unknown_field_error",
     "validate_columns",
     "validate_frame",

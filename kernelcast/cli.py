@@ -1,4 +1,4 @@
-"""The `kernelcast` command: predict, gpus — and the model/layer/trace, collect and train/evaluate/dashboard stages."""
+"""The `kernelcast` command: predict, fields, gpus, coverage — and the model/layer/trace, collect, train stages."""
 
 from __future__ import annotations
 
@@ -6,120 +6,80 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
+from kernelcast.show import clip, table
 
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _read_desc(args: argparse.Namespace) -> dict:
-    desc: dict[str, Any] = {}
-    if args.file:
-        try:
-            text = sys.stdin.read() if args.file == "-" else open(args.file).read()
-        except OSError as exc:
-            raise ValueError(f"--file {args.file!r} cannot be read: {exc.strerror}") from None
-        try:
-            desc = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"--file {args.file!r} is not a JSON description: {exc}") from None
-        if not isinstance(desc, dict):
-            raise ValueError(
-                f"--file {args.file!r} must hold one JSON object (a description); got {type(desc).__name__}"
-            )
-    for item in args.fields:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"description fields are key=value (e.g. m=4096 causal=true); got {item!r}")
-        desc[key] = _value(value)
-    return desc
-
-
-def _table(rows: list[dict], columns: Sequence[str]) -> str:
-    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.2f}" if abs(v) < 1e6 else f"{v:.3e}"
-    return "" if v is None else str(v)
-
-
-def _numeric(v: str) -> bool:
-    return v.replace(",", "").replace(".", "").replace("-", "").replace("e+", "").isdigit()
-
-
-PRED_COLUMNS = ("floor_us", "latency_us", "low_us", "high_us", "bound", "model")
+PRED_COLUMNS = ("floor_us", "latency_us", "low_us", "high_us", "achieved_tflops", "achieved_gbps", "roofline_pct")
+PRED_COLUMNS += ("bound", "model")
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from kernelcast import predict_latency
+    from kernelcast import predict_latency, predict_many
     from kernelcast.features.desc import parse_desc
+    from kernelcast.inputs import read_descs
 
-    desc = parse_desc(_read_desc(args))
-    pred = predict_latency(desc, args.predictor)
+    raw, many = read_descs(args.file, args.fields)
+    if not many:
+        desc = parse_desc(raw[0])
+        pred = predict_latency(desc, args.predictor)
+        if args.json:
+            print(json.dumps({"desc": desc.to_dict(), "prediction": pred.to_dict()}, indent=2))
+        else:
+            print(table([pred.to_dict()], PRED_COLUMNS))
+            print(f"in_distribution={pred.in_distribution}; {pred.assumptions}")
+        return 0
+    preds = predict_many(raw, args.predictor).to_dict("records")
     if args.json:
-        print(json.dumps({"desc": desc.to_dict(), "prediction": pred.to_dict()}, indent=2))
+        print(json.dumps([{"desc": d, "prediction": p} for d, p in zip(raw, preds)], indent=2, default=str))
     else:
-        print(_table([pred.to_dict()], PRED_COLUMNS))
-        print(f"in_distribution={pred.in_distribution}; {pred.assumptions}")
+        rows = [{"#": i, "op": d.get("op"), "gpu": d.get("gpu"), **p} for i, (d, p) in enumerate(zip(raw, preds))]
+        print(table(rows, ("#", "op", "gpu", *PRED_COLUMNS, "in_distribution")))
     return 0
 
 
-GPU_COLUMNS = (
-    "name",
-    "display_name",
-    "architecture",
-    "target",
-    "sm_count",
-    "memory_GB",
-    "bandwidth_TBps",
-    "bf16_TFLOPs",
-    "fp8_TFLOPs",
-    "l2_MiB",
-    "link_GBps",
-)
+def cmd_fields(args: argparse.Namespace) -> int:
+    from kernelcast.features.catalog import catalog
 
-
-def _gpu_row(spec) -> dict:
-    return {
-        "name": spec.name,
-        "display_name": spec.display_name,
-        "architecture": spec.architecture,
-        "target": spec.target,
-        "sm_count": spec.sm_count,
-        "memory_GB": spec.memory_bytes / 1e9,
-        "bandwidth_TBps": spec.memory_bandwidth_bps / 1e12,
-        "bf16_TFLOPs": spec.peak_flops.get("bf16", 0) / 1e12,
-        "fp8_TFLOPs": spec.peak_flops.get("fp8", 0) / 1e12,
-        "l2_MiB": spec.l2_bytes / 2**20,
-        "link_GBps": spec.link_bandwidth_bps / 1e9,
-    }
+    rows = catalog((args.op,) if args.op else None)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        shown = [{**r, "default": "(required)" if r["required"] else r["default"]} for r in rows]
+        print(table(shown, ("op", "field", "type", "default", "allowed")))
+        print(
+            "integers take units (bytes=64MiB, m=4Ki, k=4k); booleans true/false/1/0/yes/no; "
+            "choices ignore case, _ and -"
+        )
+    return 0
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from kernelcast.features.gpu import get_gpu, list_gpus
+    from kernelcast.gpu_table import gpu_detail, gpu_json, gpu_rows
 
     if args.name:
-        spec = get_gpu(args.name)
-        if args.json:
-            print(json.dumps(asdict(spec), indent=2))
+        if args.json:  # the spec in SI base units (bytes, Hz, FLOP/s, B/s), as the spec file holds it
+            print(json.dumps(gpu_json(args.name), indent=2))
         else:
-            for key, value in asdict(spec).items():
-                print(f"{key:28s} {value}")
+            rows = gpu_detail(args.name)
+            print(table([{**r, "source": clip(r["source"])} for r in rows], ("field", "value", "source")))
         return 0
-    rows = [_gpu_row(s) for s in list_gpus()]
-    print(json.dumps(rows, indent=2) if args.json else _table(rows, GPU_COLUMNS))
+    rows = gpu_rows()
+    print(json.dumps(rows, indent=2) if args.json else table(rows, list(rows[0])))
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from kernelcast.predictors.coverage import COVERAGE_COLUMNS, coverage_rows
+
+    rows = coverage_rows(args.op, args.gpu)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(table(rows, COVERAGE_COLUMNS) if rows else "no learned model covers that: answers are analytical")
+        print(
+            "error: median / p90 APE of the shipped model on its frozen split's held-out shapes "
+            "per (GPU, backend, dtype)"
+        )
     return 0
 
 
@@ -150,11 +110,27 @@ def _ensure_outside(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kernelcast import __version__
+    from kernelcast.features.catalog import usage_line
+    from kernelcast.features.ops import op_names
+
     parser = argparse.ArgumentParser(prog="kernelcast", description="GPU kernel latency prediction from measurements")
+    parser.add_argument("--version", action="version", version=f"kernelcast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("predict", help="predict one kernel's device time")
+    p = sub.add_parser(
+        "predict",
+        help="predict one kernel's device time (or a list of them)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="fields of each op (every description also takes gpu, dtype, backend; "
+        "`kernelcast fields OP` lists types and allowed values):\n"
+        + "\n".join(f"  {usage_line(op)}" for op in op_names())
+        + "\nintegers take units (bytes=64MiB, k=4Ki); booleans true/True/1; collective=allreduce; dtype=fp8",
+    )
     p.add_argument("fields", nargs="*", help="description fields as key=value (op=gemm gpu=H200 m=4096 ...)")
-    p.add_argument("--file", help="a JSON description file, or - for stdin (key=value fields override it)")
+    p.add_argument(
+        "--file",
+        help="a JSON file holding one description or a list of them, or - for stdin (key=value fields apply to each)",
+    )
     p.add_argument(
         "--predictor",
         default="auto",
@@ -163,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_predict)
+    p = sub.add_parser("fields", help="every field each op takes: type, default, allowed values")
+    p.add_argument("op", nargs="?", choices=op_names(), help="one op (default: all)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fields)
+    p = sub.add_parser("coverage", help="which (GPU, backend, dtype) each shipped learned model covers, and its error")
+    p.add_argument("--op", choices=op_names(), help="one op (default: all)")
+    p.add_argument("--gpu", help="one GPU (name or alias)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_coverage)
     p = sub.add_parser("gpus", help="list the GPU spec database, or show one GPU")
     p.add_argument("name", nargs="?", help="a GPU name or alias")
     p.add_argument("--json", action="store_true")

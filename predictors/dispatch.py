@@ -20,6 +20,8 @@ from kernelcast.predictors.analytical import AnalyticalPredictor
 
 PREDICTOR_CHOICES = ("auto", "analytical")
 RESULT_COLUMNS = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution")
+#: what each answer also reports, as ncu and tritonbench print it (``achieved``)
+ACHIEVED_COLUMNS = ("achieved_tflops", "achieved_gbps", "roofline_pct")
 ANALYTICAL = AnalyticalPredictor()
 
 
@@ -36,6 +38,9 @@ class Prediction:
     in_distribution: bool  # the learned model saw this backend, GPU, size range and config family
     assumptions: str
     extras: Mapping[str, float] = field(default_factory=dict)  # op-specific numbers (collectives: NCCL's own estimate)
+    achieved_tflops: float = float("nan")  # the op's FLOPs over latency_us (NaN: an op without FLOPs)
+    achieved_gbps: float = float("nan")  # its minimum bytes over latency_us (collectives: nccl-tests' algbw)
+    roofline_pct: float = float("nan")  # floor_us / latency_us in percent: how close to the hardware's limit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,7 +121,20 @@ def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "a
         out["model"][mine] = p.name
     for name, feature in get_op(op).extras.items():
         out[name] = np.asarray(feats[feature], dtype=np.float64)
+    out.update(achieved(feats, out["latency_us"]))
     return out
+
+
+def achieved(feats: Mapping[str, np.ndarray], latency_us: np.ndarray) -> dict[str, np.ndarray]:
+    """Achieved TFLOP/s and GB/s (the op's ``flops`` and ``bytes`` features over the latency; NaN for an op without
+    one) and the share of the roofline reached, floor / latency in percent."""
+    nan = np.full(len(latency_us), np.nan)
+    rate = lambda name, scale: np.asarray(feats[name], dtype=np.float64) / latency_us / scale if name in feats else nan
+    return {
+        "achieved_tflops": rate("flops", 1e6),  # FLOP/µs = 1e6 FLOP/s; TFLOP/s = FLOP/µs / 1e6
+        "achieved_gbps": rate("bytes", 1e3),  # B/µs / 1e3 = GB/s
+        "roofline_pct": 100 * np.asarray(feats["floor_us"], dtype=np.float64) / latency_us,
+    }
 
 
 def _one_row(d) -> dict[str, np.ndarray]:
@@ -150,6 +168,7 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
         bool(out["in_distribution"][0]),
         source.assumptions(d.op),
         extras,
+        **{k: float(out[k][0]) for k in ACHIEVED_COLUMNS},
     )
 
 
@@ -161,7 +180,9 @@ def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: s
     by_op, _ = validate_frame(frame)
     n = len(frame)
     extras = sorted({k for op in by_op for k in get_op(op).extras})
-    result = {c: np.full(n, np.nan) for c in ("latency_us", "low_us", "high_us", "floor_us", *extras)}
+    result = {
+        c: np.full(n, np.nan) for c in ("latency_us", "low_us", "high_us", "floor_us", *ACHIEVED_COLUMNS, *extras)
+    }
     result.update(
         {
             "bound": np.full(n, None, dtype=object),
@@ -174,4 +195,4 @@ def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: s
         for key in result:
             if key in out:
                 result[key][pos] = out[key]
-    return pd.DataFrame(result, index=frame.index, columns=[*RESULT_COLUMNS, *extras])
+    return pd.DataFrame(result, index=frame.index, columns=[*RESULT_COLUMNS, *ACHIEVED_COLUMNS, *extras])

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from kernelcast import cli
 from kernelcast.cli import main
 
 
@@ -28,7 +29,7 @@ def test_predict_from_fields_and_from_stdin(capsys, monkeypatch):
     code, out, _ = run(
         capsys, "predict", "op=gemm", "gpu=H200", "dtype=bf16", "backend=cublas", "m=1", "n=4096", "k=4096"
     )
-    assert out.splitlines()[0].split() == ["floor_us", "latency_us", "low_us", "high_us", "bound", "model"]
+    assert out.splitlines()[0].split() == list(cli.PRED_COLUMNS)
     assert "memory" in out.splitlines()[1]
 
 

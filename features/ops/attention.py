@@ -15,6 +15,7 @@ from kernelcast.features.common import (
     roofline_assumptions,
     roofline_floors,
     roofline_latency,
+    shared_memory_rule,
     tile_waves,
     triton_configs,
 )
@@ -137,6 +138,11 @@ SPEC = register(
                     <= MAX_ELEMENTS
                 ),
                 lambda c: "small enough that Q, K and V hold at most 2**38 elements",
+            ),
+            shared_memory_rule(
+                lambda c, t, e: (2 * t["block_n"] + t["block_m"]) * np.asarray(c["head_dim"], dtype=np.float64) * e,
+                ("block_m", "block_n"),
+                "(K and V block_n×head_dim tiles + the block_m×head_dim Q tile) × element bytes",
             ),
         ),
         triton_config=TritonConfig(

@@ -130,6 +130,11 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
     return f["nccl_time_us"], bound
 
 
+def _all_ranks(c) -> np.ndarray:
+    """ranks (one node)"""
+    return c["ranks"]
+
+
 def _elem_bytes(c) -> dict:
     return {"elem_bytes": np.asarray([DTYPE_BYTES[d] for d in c["dtype"]])}
 
@@ -143,7 +148,7 @@ SPEC = register(
             "collective": ChoiceField(COLLECTIVES),
             "bytes": IntField(1, 1 << 42),
             "ranks": IntField(1, 1 << 16),
-            "ranks_per_node": IntField(1, 1 << 10, default=lambda c: c["ranks"]),
+            "ranks_per_node": IntField(1, 1 << 10, default=_all_ranks),
             "in_place": BoolField(default=False),
         },
         dtypes=("fp32", "bf16", "fp16", "int8", "fp8_e4m3"),

@@ -15,6 +15,7 @@ from kernelcast.features.common import (
     roofline_assumptions,
     roofline_floors,
     roofline_latency,
+    shared_memory_rule,
     tile_waves,
     triton_configs,
 )
@@ -211,6 +212,7 @@ def default_out_dtype(dtype: str) -> str:
 
 
 def _default_out_dtypes(c) -> np.ndarray:
+    """fp32 for fp32/tf32, fp16 for fp16, bf16 otherwise"""
     return np.asarray([default_out_dtype(d) for d in c["dtype"]], dtype=object)
 
 
@@ -223,7 +225,12 @@ SPEC = register(
             "n": IntField(1, 1 << 24),
             "k": IntField(1, 1 << 24),
             "batch": IntField(1, 1 << 16, default=1),
-            "layout": ChoiceField(("nn", "nt"), default="nt"),
+            "layout": ChoiceField(
+                ("nn", "nt"),
+                default="nt",
+                note="row-major: nn = A[m,k]·B[k,n]; nt = A[m,k]·W[n,k]ᵀ as F.linear, which cuBLAS calls TN in its "
+                "column-major terms; an A stored transposed (tn, tt) is not measured",
+            ),
             "out_dtype": ChoiceField(("fp32", "bf16", "fp16"), default=_default_out_dtypes, canon=canonical_dtype),
         },
         dtypes=("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_block", "nvfp4"),
@@ -241,6 +248,11 @@ SPEC = register(
                     "such that every operand of batch*(m,n,k)="
                     f"{(c['batch'], c['m'], c['n'], c['k'])} has at most 2**38 elements"
                 ),
+            ),
+            shared_memory_rule(
+                lambda c, t, e: (t["block_m"] * t["block_k"] + t["block_k"] * t["block_n"]) * e,
+                ("block_m", "block_n", "block_k"),
+                "(block_m·block_k + block_k·block_n) × element bytes",
             ),
         ),
         triton_config=TritonConfig(

@@ -20,6 +20,7 @@ from kernelcast.features.common import (
     roofline_assumptions,
     roofline_floors,
     roofline_latency,
+    shared_memory_rule,
     tile_waves,
     triton_configs,
 )
@@ -310,6 +311,11 @@ SPEC = register(
                 lambda c: c["experts"] * c["hidden"] * c["ffn"] <= MAX_ELEMENTS,
                 lambda c: f"such that experts*hidden*ffn (hidden={c['hidden']}, ffn={c['ffn']}) is at most 2**38",
                 needs=("experts", "hidden", "ffn"),
+            ),
+            shared_memory_rule(
+                lambda c, t, e: (t["block_m"] * t["block_k"] + t["block_k"] * t["block_n"]) * e,
+                ("block_m", "block_n", "block_k"),
+                "(block_m·block_k + block_k·block_n) × element bytes",
             ),
         ),
         triton_config=TritonConfig(
