@@ -80,7 +80,7 @@ def gpu_detail(name: str) -> list[dict]:
             + (", NVSwitch" if ic.get("nvswitch") else ""),
             _source(spec, "interconnect"),
         ),
-        ("learned models covering it", ", ".join(_learned_ops(spec.name)) or "none", "predictors/models/*.json (`kernelcast coverage`)"),
+        ("learned models covering it", ", ".join(_learned_ops(spec.name)) or "none", "`kernelcast coverage`"),
     ]
     return [{"field": f, "value": v, "source": s} for f, v, s in rows]
 

@@ -47,13 +47,13 @@ class Prediction:
 
 
 @functools.cache
-def _learned(op: str):
-    """The shipped learned model for ``op``, or None (no model shipped, or xgboost not installed)."""
+def _learned(op: str, model_dir: str | None = None):
+    """The learned model for ``op`` (shipped, or in ``model_dir``), or None (none there, or xgboost not installed)."""
     try:
         from kernelcast.predictors import learned
     except ImportError:
         return None
-    return learned.load_model(op)
+    return learned.load_model(op, model_dir)
 
 
 def check_predictor(predictor: Any) -> None:
@@ -61,12 +61,12 @@ def check_predictor(predictor: Any) -> None:
         raise ValueError(f"predictor must be one of {', '.join(PREDICTOR_CHOICES)}; got {predictor!r}")
 
 
-def predictors_for(op: str, predictor: str) -> list:
+def predictors_for(op: str, predictor: str, model_dir: str | None = None) -> list:
     """The predictors asked for ``op``, in order: the learned model where it saw the (GPU, backend, dtype), the same
     model on GPUs it did not see where leave-one-GPU-out says it beats the analytical model, the analytical model
     last (it covers everything)."""
     check_predictor(predictor)
-    model = _learned(op) if predictor == "auto" else None
+    model = _learned(op, model_dir) if predictor == "auto" else None
     if model is None:
         return [ANALYTICAL]
     unseen = _unseen(op, model)
@@ -87,9 +87,11 @@ def _unseen(op: str, model):
     return UnseenGpuModel(model, summary) if summary is not None else None
 
 
-def predict_columns(cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto") -> dict[str, np.ndarray]:
+def predict_columns(
+    cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto", model_dir: str | None = None
+) -> dict[str, np.ndarray]:
     """``RESULT_COLUMNS`` (and the op's extras) for validated description columns of one op."""
-    chain = predictors_for(op, predictor)
+    chain = predictors_for(op, predictor, model_dir)
     n = len(np.atleast_1d(cols["gpu"]))
     todo = np.ones(n, dtype=bool)
     claims = []
@@ -172,9 +174,12 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     )
 
 
-def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: str = "auto") -> pd.DataFrame:
+def predict_many(
+    descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: str = "auto", model_dir: str | None = None
+) -> pd.DataFrame:
     """Predict many descriptions at once (any mix of ops); row i of the result answers row i of the input,
-    with the input's index (duplicates and all)."""
+    with the input's index (duplicates and all). ``model_dir``: learned models from there instead of the shipped
+    ones (the MLflow model serves its own copy of the shipped files this way)."""
     check_predictor(predictor)  # a bad name fails before any work
     frame = descs if isinstance(descs, pd.DataFrame) else columns_from_records(descs)
     by_op, _ = validate_frame(frame)
@@ -191,7 +196,7 @@ def predict_many(descs: pd.DataFrame | Iterable[Mapping[str, Any]], predictor: s
         }
     )
     for op, (pos, cols) in by_op.items():
-        out = predict_columns(cols, op, predictor)
+        out = predict_columns(cols, op, predictor, model_dir)
         for key in result:
             if key in out:
                 result[key][pos] = out[key]

@@ -194,6 +194,7 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     )
     first = run.train(cfg)
     assert first["champion"] is True and first["model_version"] == "1"
+    _served_champion_is_what_predict_many_serves(tmp_path / "models", first)
     assert (tmp_path / "mlruns" / "artifacts" / "kernelcast-gemm").is_dir()
     worse = run.train(
         run.RunConfig(
@@ -243,6 +244,35 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     assert forced["champion"] is True and forced["exported"]  # not better, promoted on request
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "3"
     assert client.get_run(forced["run_id"]).data.tags["promotion"] == "forced"
+
+
+def _served_champion_is_what_predict_many_serves(model_dir, trained):
+    """The registered model loads as a pyfunc from the store and answers descriptions as dispatch does."""
+    import mlflow
+
+    from kernelcast.predictors.dispatch import predict_many
+    from kernelcast.training import tracking
+
+    served = mlflow.pyfunc.load_model("models:/kernelcast-gemm@champion")
+    base = {"op": "gemm", "dtype": "bf16", "backend": "trtllm", "n": 4096, "k": 4096}
+    frame = pd.DataFrame(
+        [{**base, "gpu": g, "m": m} for g in ("A100", "l40s") for m in (16, 512, 2048)]
+        + [{**base, "gpu": "H200", "backend": "cublas", "m": 64}]
+    )
+    got = served.predict(frame)
+    pd.testing.assert_frame_equal(got, predict_many(frame, model_dir=model_dir))
+    assert got["model"].iloc[:6].str.startswith("learned:gemm@").all() and got["model"].iloc[6] == "analytical"
+    assert (got["low_us"] <= got["latency_us"]).all() and (got["latency_us"] <= got["high_us"]).all()
+    inputs = served.metadata.get_input_schema()
+    assert {"m", "n", "k", "gpu", "dtype", "backend"} <= set(inputs.required_input_names())
+    assert {"batch", "layout", "config"} <= set(inputs.input_names()) - set(inputs.required_input_names())
+    with pytest.raises(ValueError, match=r"kernel_desc\['op'\] must be 'gemm' for the model kernelcast-gemm"):
+        served.predict(frame.assign(op="attention"))
+    client = tracking.setup()
+    version = client.get_model_version_by_alias("kernelcast-gemm", "champion")
+    assert version.tags["data_fingerprint"] == trained["data_fingerprint"] and version.tags["gpus"] == "a100_sxm,l40s"
+    assert version.tags["feature_version"] == FEATURE_VERSION and "kernel descriptions" in version.description
+    assert client.get_registered_model("kernelcast-gemm").description == version.description
 
 
 def _write_rows(folder, rows):

@@ -78,3 +78,14 @@ def side_by_side(table: pd.DataFrame, group_by: str = "gpu") -> pd.DataFrame:
         "learned_coverage",
     ]
     return wide[keep].rename(columns={"learned_n": "n"}).astype({"n": int})
+
+
+def covered_errors(rows: pd.DataFrame, predicted: str = "learned") -> dict[str, dict[str, float]]:
+    """Per covered ``gpu|backend|dtype`` key: test rows, median and p90 APE of ``predicted`` against measured
+    (what `kernelcast coverage` prints from a manifest)."""
+    keys = rows["gpu"].astype(str) + "|" + rows["backend"].astype(str) + "|" + rows["dtype"].astype(str)
+    out = {}
+    for key, part in rows.groupby(keys.to_numpy(), sort=True):
+        m = metrics(part["measured"], part[predicted])
+        out[str(key)] = {"n": m["n"], "median_ape": m["median_ape"], "p90_ape": m["p90_ape"]}
+    return out

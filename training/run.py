@@ -280,6 +280,8 @@ def _log_and_promote(
     cfg: RunConfig, model, manifest, train_frame, fingerprint, rows, test_features, table, metrics
 ) -> dict:
     """Log the run with its model; move ``champion`` when it beats the champion on the same test rows."""
+    from kernelcast.training import pyfunc  # mlflow: only when logging
+
     old = champion_mape(cfg.op, rows, test_features)
     with tempfile.TemporaryDirectory() as tmp:
         export_model(model, manifest, cfg.op, Path(tmp))
@@ -292,7 +294,7 @@ def _log_and_promote(
             _figures(rows, f"{cfg.op} frozen split", model.feature_importance()),
             {"evaluation_table.json": table},
             {"shipped": Path(tmp)},
-            booster=model.booster_,
+            log_model=lambda name: pyfunc.log_model(cfg.op, Path(tmp), manifest, name),
         )
     better = old is None or metrics["random.learned.mape"] < old
     promoted = better or cfg.force_promote
@@ -319,6 +321,7 @@ def train(cfg: RunConfig) -> dict:
     }
     summary = {k: v for k, v in metrics.items() if k.count(".") <= 2}
     manifest = build_manifest(model, cfg.op, train_frame, fingerprint, summary, tracking.git_revision())
+    manifest["covered_errors"] = evaluate.covered_errors(rows)
     result = {
         "op": cfg.op,
         "rows": len(frame),

@@ -6,7 +6,7 @@ import contextlib
 import fcntl
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +88,11 @@ def log_run(
     figures: Mapping[str, Any],
     tables: Mapping[str, Any],
     files: Mapping[str, Path] = (),
-    booster: Any = None,
+    log_model: Callable[[str], str] | None = None,
 ) -> tuple[str, str | None]:
-    """One MLflow run: params, tags, metrics, figures, tables, files (artifact dir -> local path) and,
-    when a booster is given, the model registered as ``kernelcast-<op>``; returns (run_id, model version)."""
+    """One MLflow run: params, tags, metrics, figures, tables, files (artifact dir -> local path) and, when
+    ``log_model`` is given, what it logs and registers as ``kernelcast-<op>`` (called with that name inside the
+    run, it returns the model version); returns (run_id, model version)."""
     import matplotlib.pyplot as plt
     import mlflow
 
@@ -110,9 +111,8 @@ def log_run(
         for folder, path in dict(files).items():
             log = mlflow.log_artifacts if Path(path).is_dir() else mlflow.log_artifact
             log(str(path), artifact_path=folder)
-        if booster is not None:
-            info = mlflow.xgboost.log_model(booster, name="model", registered_model_name=experiment_name(op))
-            version = str(info.registered_model_version)
+        if log_model is not None:
+            version = log_model(experiment_name(op))
         return run.info.run_id, version
 
 

@@ -1,0 +1,102 @@
+"""Output people read: achieved rates beside each answer, GPUs in SI units, learned coverage, Triton configs that
+cannot fit shared memory refused with the numbers (checked against what Triton itself refused on our H200)."""
+
+import glob
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+
+import kernelcast
+from kernelcast.cli import main
+from kernelcast.features.validate import validate_frame
+from kernelcast.predictors.coverage import coverage_rows
+from kernelcast.predictors.learned import read_manifest
+
+GEMM = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096}
+TRITON = {**GEMM, "backend": "triton"}
+CFG = {"block_m": 256, "block_n": 256, "block_k": 128, "group_m": 8, "num_warps": 8, "num_stages": 5, "split_k": 1}
+
+
+def test_achieved_rates_are_flops_and_bytes_over_the_latency():
+    pred = kernelcast.predict_latency(GEMM)
+    flops, nbytes = 2 * 4096**3, 3 * 4096 * 4096 * 2  # A, B read once, C written once, bf16
+    assert pred.achieved_tflops == pytest.approx(flops / (pred.latency_us * 1e-6) / 1e12)
+    assert pred.achieved_gbps == pytest.approx(nbytes / (pred.latency_us * 1e-6) / 1e9)
+    assert pred.roofline_pct == pytest.approx(100 * pred.floor_us / pred.latency_us)
+    assert pred.achieved_tflops < 989.4  # below the H200's dense bf16 peak
+    coll = {"op": "collective", "gpu": "H200", "dtype": "bf16", "backend": "nccl", "collective": "all_reduce"}
+    many = kernelcast.predict_many([GEMM, {**coll, "bytes": 1 << 26, "ranks": 8}])
+    assert many["achieved_tflops"].iloc[0] == pytest.approx(pred.achieved_tflops)
+    assert np.isnan(many["achieved_tflops"].iloc[1])  # a collective has no FLOPs
+    assert many["achieved_gbps"].iloc[1] == pytest.approx((1 << 26) / many["latency_us"].iloc[1] / 1e3)  # algbw
+
+
+def test_gpus_print_si_units(capsys):
+    assert main(["gpus", "MI300X"]) == 0
+    out = capsys.readouterr().out
+    for text in ("5.3 TB/s", "2.1 GHz", "1.307 PFLOP/s", "64 KiB", "192 GB", "750 W"):
+        assert text in out
+    assert main(["gpus", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["h200_sxm"]["HBM_TB/s"] == 4.8 and rows["h200_sxm"]["clock_GHz"] == pytest.approx(1.98)
+    assert "gemm" in rows["h200_sxm"]["learned"] and rows["mi300x"]["learned"] == "-"  # no MI300X rows trained
+
+
+def test_coverage_lists_every_covered_triple_of_each_manifest(capsys):
+    rows = coverage_rows()
+    for op in kernelcast.op_names():
+        manifest = read_manifest(op)
+        mine = {f"{r['gpu']}|{r['backend']}|{r['dtype']}" for r in rows if r["op"] == op}
+        assert mine == set(manifest["covered"] if manifest else ())
+    h200 = coverage_rows("gemm", "NVIDIA H200")
+    assert {r["gpu"] for r in h200} == {"h200_sxm"} and any(r["backend"] == "cublas" for r in h200)
+    assert main(["coverage", "--op", "gemm", "--gpu", "H200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == h200
+    cublas = next(r for r in h200 if r["backend"] == "cublas" and r["dtype"] == "bf16")
+    assert cublas["n_test"] > 0 and 0 < cublas["median_ape_pct"] < cublas["p90_ape_pct"] < 100
+    # the covered triple answers with the learned model, an uncovered one analytically
+    assert kernelcast.predict_latency(GEMM).model == cublas["model"]
+    assert kernelcast.predict_latency({**GEMM, "gpu": "MI300X"}).model == "analytical"
+
+
+def test_a_config_that_cannot_fit_is_refused_with_the_numbers():
+    big = {**CFG, "block_k": 256}
+    with pytest.raises(
+        ValueError,
+        match=r"kernel_desc\['config'\] must be a config that fits h200_sxm's 232448 B \(227 KiB\) of shared memory "
+        r"per block: one pipeline stage of its tiles .* needs 262144 B \(256 KiB\)",
+    ):
+        kernelcast.parse_desc({**TRITON, "config": big})
+    kernelcast.parse_desc({**TRITON, "config": CFG})  # 128 KiB a stage: some shapes ran it on the H200
+    with pytest.raises(ValueError, match=r"fits mi300x's 65536 B \(64 KiB\)"):
+        kernelcast.parse_desc({**TRITON, "gpu": "MI300X", "config": CFG})
+    frame = pd.DataFrame([{**TRITON, "config": json.dumps(c)} for c in (CFG, big, CFG)])
+    with pytest.raises(ValueError, match=r"^row 1: kernel_desc\['config'\] must be a config that fits"):
+        kernelcast.predict_many(frame)
+
+
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
+def test_the_rule_never_refuses_a_config_that_ran_and_agrees_with_triton(op):
+    """Every Triton row measured on our H200: none that ran is refused; each refused one Triton refused too,
+    reporting at least the shared memory the rule computes."""
+    rows = ds.dataset(sorted(glob.glob(f"datasets/{op}/*.parquet"))).to_table().to_pandas()
+    rows = rows[rows["backend"] == "triton"].reset_index(drop=True)
+    fields = [c for c in kernelcast.parse_desc({**_example(op)}).to_dict() if c in rows]
+    _, bad = validate_frame(rows[fields], strict=False)
+    refused = np.zeros(len(rows), dtype=bool)
+    refused[list(bad)] = True
+    assert refused.sum() > 0 or op == "moe"
+    assert (rows["status"][refused] == "unsupported").all() and (rows["status"][~refused] == "ok").sum() > 0
+    for i in np.flatnonzero(refused):
+        need = int(bad[i].split(" needs ")[1].split(" B")[0])
+        required = int(rows["error"][i].split("Required: ")[1].split(",")[0])
+        assert "shared memory" in rows["error"][i] and required >= need
+
+
+def _example(op):
+    from kernelcast.features.ops import get_op
+
+    return {"op": op, "gpu": "H200", **get_op(op).example}
