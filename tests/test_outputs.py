@@ -80,15 +80,15 @@ def test_a_config_that_cannot_fit_is_refused_with_the_numbers():
 
 @pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
 def test_the_rule_never_refuses_a_config_that_ran_and_agrees_with_triton(op):
-    """Every Triton row measured on our H200: none that ran is refused; each refused one Triton refused too,
-    reporting at least the shared memory the rule computes."""
+    """Every Triton row measured on our H200: none that ran is refused, and any refused one Triton refused too,
+    reporting at least the shared memory the rule computes. (No measured config exceeds one stage: the sweeps kept
+    tiles to 128 KiB a stage, so the refusals seen are the ones above, of configs never measured.)"""
     rows = ds.dataset(sorted(glob.glob(f"datasets/{op}/*.parquet"))).to_table().to_pandas()
     rows = rows[rows["backend"] == "triton"].reset_index(drop=True)
     fields = [c for c in kernelcast.parse_desc({**_example(op)}).to_dict() if c in rows]
     _, bad = validate_frame(rows[fields], strict=False)
     refused = np.zeros(len(rows), dtype=bool)
     refused[list(bad)] = True
-    assert refused.sum() > 0 or op == "moe"
     assert (rows["status"][refused] == "unsupported").all() and (rows["status"][~refused] == "ok").sum() > 0
     for i in np.flatnonzero(refused):
         need = int(bad[i].split(" needs ")[1].split(" B")[0])

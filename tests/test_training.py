@@ -215,17 +215,25 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
 
     board = dashboard_rows(runs.assign(experiment_name="kernelcast-gemm"), ["gemm"])
     assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]  # the latest train run's per-GPU figures
-    assert board[1]["random_learned_mape"] == pytest.approx(runs.iloc[0]["metrics.random.gpu.l40s.learned.mape"])
+    l40s = runs.iloc[0]["metrics.random.gpu.l40s.learned.median_ape"]
+    assert board[1]["learned_median_ape_pct"] == pytest.approx(100 * l40s, abs=0.005)  # percent, as the README
     client = tracking.setup()
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
     artifacts = {a.path for a in client.list_artifacts(first["run_id"])}
     assert {
+        "error_by_gpu.png",
         "pred_vs_measured.png",
+        "error_vs_size.png",
         "error_cdf.png",
         "feature_importance.png",
         "evaluation_table.json",
+        "by_gpu_backend_pct.json",
         "shipped",
     } <= artifacts
+    assert (
+        client.get_run(first["run_id"]).info.run_name
+        == f"gemm train random · aiconfigurator · data {first['data_fingerprint'][:8]}"
+    )
     model = load_model("gemm", tmp_path / "models")
     manifest = json.loads((tmp_path / "models" / "gemm.json").read_text())
     assert manifest["data_fingerprint"] == first["data_fingerprint"] and model.name.startswith("learned:gemm@")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 
 from kernelcast.features.ops import op_names
@@ -75,17 +74,12 @@ def _configs(args: argparse.Namespace):
     ]
 
 
-def _fmt(x) -> str:
-    if isinstance(x, float):
-        return "—" if math.isnan(x) else f"{x:.3f}"
-    return str(x)
+def _print_table(records: list[dict], columns: list[str], headers: dict[str, str] | None = None) -> None:
+    """pandas lays the table out (kernelcast's own printer lives in the face, which training may not import)."""
+    import pandas as pd
 
-
-def _print_table(records: list[dict], columns: list[str]) -> None:
-    widths = [max(len(c), *(len(_fmt(r.get(c, ""))) for r in records)) for c in columns]
-    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
-    for r in records:
-        print("  ".join(_fmt(r.get(c, "")).rjust(w) for c, w in zip(columns, widths)))
+    frame = pd.DataFrame(records).reindex(columns=columns).rename(columns=headers or {})
+    print(frame.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:.3f}"))
 
 
 def _side(table: list[dict], group_by: str) -> list[dict]:
@@ -153,13 +147,27 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the dashboard's columns and the names the README gives them (errors and coverage in percent)
+DASHBOARD_COLUMNS = {
+    "op": "op",
+    "gpu": "GPU",
+    "split": "split",
+    "learned_median_ape_pct": "learned median APE %",
+    "learned_p90_ape_pct": "learned p90 APE %",
+    "analytical_median_ape_pct": "analytical median APE %",
+    "analytical_p90_ape_pct": "analytical p90 APE %",
+    "learned_coverage_pct": "80% interval coverage %",
+}
+_DASHBOARD_SPLITS = (("random", "train", "frozen random split"), ("logo", "evaluate", "leave this GPU out"))
+
+
 def dashboard_rows(runs, ops) -> list[dict]:
-    """Per op and GPU, learned vs analytical MAPE and coverage: the latest `train` run (the shipped model
-    on its frozen split) and the latest leave-one-GPU-out `evaluate` run (each GPU held out)."""
+    """Per op, GPU and split, learned vs analytical median / p90 APE and interval coverage in percent: the latest
+    `train` run (the shipped model on its frozen split) and the latest leave-one-GPU-out `evaluate` run."""
     out: dict[tuple, dict] = {}
     for op in ops:
         mine = runs[runs["experiment_name"] == f"kernelcast-{op}"] if "experiment_name" in runs else runs.iloc[0:0]
-        for split, kind in (("random", "train"), ("logo", "evaluate")):
+        for split, kind, label in _DASHBOARD_SPLITS:
             if "tags.split" not in mine or "tags.kind" not in mine:
                 continue
             latest = mine[(mine["tags.split"] == split) & (mine["tags.kind"] == kind)].head(1)
@@ -168,12 +176,12 @@ def dashboard_rows(runs, ops) -> list[dict]:
             metrics = {
                 k.removeprefix("metrics."): v for k, v in latest.iloc[0].items() if k.startswith("metrics.") and v == v
             }
-            pattern = re.compile(rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(mape|coverage)$")
+            pattern = re.compile(rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(median_ape|p90_ape|coverage)$")
             for key, value in metrics.items():
                 m = pattern.match(key)
-                if m and m.group(1) not in ("frozen", "all"):
-                    row = out.setdefault((op, m.group(1)), {"op": op, "gpu": m.group(1)})
-                    row[f"{split}_{m.group(2)}_{m.group(3)}"] = value
+                if m and m.group(1) not in ("frozen", "all") and f"{m.group(2)}_{m.group(3)}_pct" in DASHBOARD_COLUMNS:
+                    row = out.setdefault((op, m.group(1), split), {"op": op, "gpu": m.group(1), "split": label})
+                    row[f"{m.group(2)}_{m.group(3)}_pct"] = round(100 * value, 2)
     return [out[k] for k in sorted(out)]
 
 
@@ -190,6 +198,8 @@ def _dashboard(args: argparse.Namespace) -> int:
         print(json.dumps({"tracking_uri": tracking.tracking_uri(), "rows": rows}, indent=1, default=str))
         return 0
     print(f"MLflow store: {tracking.tracking_uri()} ({len(runs)} finished runs)")
-    columns = ["op", "gpu"] + sorted({k for r in rows for k in r} - {"op", "gpu"})
-    _print_table(rows, columns) if rows else print("no runs yet: `kernelcast train` first")
+    if rows:
+        _print_table(rows, list(DASHBOARD_COLUMNS), DASHBOARD_COLUMNS)
+    else:
+        print("no runs yet: `kernelcast train` first")
     return 0

@@ -110,9 +110,16 @@ def fit_fold(
             analytical_low=ana["low_us"].to_numpy(),
             analytical_high=ana["high_us"].to_numpy(),
             fold=split.fold,
+            size=_size_of(f_test, cfg.op),
         )
     )
     return model, rows, train, f_test
+
+
+def _size_of(features: pd.DataFrame, op: str) -> np.ndarray:
+    """The op's size measure of each row (what the error-vs-size plot reads); NaN where the op's features lack it."""
+    name = get_op(op).size_feature
+    return features[name].to_numpy(dtype=np.float64) if name in features else np.full(len(features), np.nan)
 
 
 def coverage_summary(rows: pd.DataFrame) -> dict[str, float]:
@@ -150,14 +157,34 @@ def _params(cfg: RunConfig, frame: pd.DataFrame, fingerprint: str, split: str) -
     }
 
 
-def _figures(rows: pd.DataFrame, title: str, importance: pd.Series | None) -> dict:
+def _figures(op: str, rows: pd.DataFrame, table: pd.DataFrame, title: str, importance: pd.Series | None) -> dict:
     figs = {
+        "error_by_gpu.png": plots.error_by_gpu(table, title),
         "pred_vs_measured.png": plots.predicted_vs_measured(rows, title),
         "error_cdf.png": plots.error_cdf(rows, title),
     }
+    if rows["size"].notna().all():
+        figs["error_vs_size.png"] = plots.error_vs_size(rows, get_op(op).size_feature, title)
     if importance is not None:
         figs["feature_importance.png"] = plots.feature_importance(importance, title)
     return figs
+
+
+def _tables(rows: pd.DataFrame, table: pd.DataFrame) -> dict:
+    """The evaluation table, and one line per GPU × backend in percent (the run's Artifacts tab shows it)."""
+    by = evaluate.evaluation_table(rows.assign(gpu_backend=rows["gpu"] + " / " + rows["backend"]), ("gpu_backend",))
+    wide = evaluate.side_by_side(by, "gpu_backend").reset_index().rename(columns={"group": "gpu / backend"})
+    pct = [c for c in wide.columns if c.endswith(("_mape", "_ape", "_coverage"))]
+    wide[pct] = (100 * wide[pct]).round(2)
+    return {
+        "evaluation_table.json": table,
+        "by_gpu_backend_pct.json": wide.rename(columns={c: f"{c}_pct" for c in pct}),
+    }
+
+
+def run_name(op: str, kind: str, split: str, frame: pd.DataFrame, fingerprint: str) -> str:
+    """What a run is, readable in MLflow's run lists and compare views: op, stage, split, row sources, data."""
+    return f"{op} {kind} {split} · {'+'.join(sorted(frame['source'].unique()))} · data {fingerprint[:8]}"
 
 
 def evaluate_split(cfg: RunConfig, split: str) -> dict:
@@ -198,12 +225,12 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
     if cfg.log_mlflow:
         run_id, _ = tracking.log_run(
             cfg.op,
-            f"evaluate-{split}",
+            run_name(cfg.op, "evaluate", split, frame, fingerprint),
             _params(cfg, frame, fingerprint, split),
             {"kind": "evaluate", "split": split, "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
             metrics,
-            _figures(rows, f"{cfg.op} {split}", None),
-            {"evaluation_table.json": table, "by_fold.json": by_fold},
+            _figures(cfg.op, rows, table, f"{cfg.op} {split}", None),
+            {**_tables(rows, table), "by_fold.json": by_fold},
         )
         result["run_id"] = run_id
     return result
@@ -287,12 +314,12 @@ def _log_and_promote(
         export_model(model, manifest, cfg.op, Path(tmp))
         run_id, version = tracking.log_run(
             cfg.op,
-            "train",
+            run_name(cfg.op, "train", "random", train_frame, fingerprint),
             _params(cfg, train_frame, fingerprint, "random"),
             {"kind": "train", "split": "random", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
             {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
-            _figures(rows, f"{cfg.op} frozen split", model.feature_importance()),
-            {"evaluation_table.json": table},
+            _figures(cfg.op, rows, table, f"{cfg.op} frozen split", model.feature_importance()),
+            _tables(rows, table),
             {"shipped": Path(tmp)},
             log_model=lambda name: pyfunc.log_model(cfg.op, Path(tmp), manifest, name),
         )
