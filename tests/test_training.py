@@ -213,7 +213,7 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     assert "metrics.random.gpu.l40s.analytical.mape" in runs
     from kernelcast.training.cli import dashboard_rows
 
-    board = dashboard_rows(runs.assign(experiment_name="kernelcast-gemm"), ["gemm"])
+    board = dashboard_rows(runs, ["gemm"])
     assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]  # the latest train run's per-GPU figures
     l40s = runs.iloc[0]["metrics.random.gpu.l40s.learned.median_ape"]
     assert board[1]["learned_median_ape_pct"] == pytest.approx(100 * l40s, abs=0.005)  # percent, as the README

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 
 from kernelcast.features.ops import op_names
 from kernelcast.training.splits import SPLITS
@@ -39,6 +40,11 @@ def add_parsers(subparsers) -> None:
         p.add_argument("--json", action="store_true", help="print results as JSON")
         if name == "train":
             p.add_argument(
+                "--model-dir",
+                default=None,
+                help="where a new champion's files are written (default: predictors/models, the shipped models)",
+            )
+            p.add_argument(
                 "--force-promote",
                 action="store_true",
                 help="make this run the champion even without a lower MAPE (tagged promotion=forced)",
@@ -69,17 +75,19 @@ def _configs(args: argparse.Namespace):
             log_mlflow=not args.no_mlflow,
             force_promote=getattr(args, "force_promote", False),
             export_unseen=getattr(args, "export_unseen", False),
+            model_dir=Path(args.model_dir) if getattr(args, "model_dir", None) else None,
         )
         for op in _ops(args.op)
     ]
 
 
 def _print_table(records: list[dict], columns: list[str], headers: dict[str, str] | None = None) -> None:
-    """pandas lays the table out (kernelcast's own printer lives in the face, which training may not import)."""
+    """pandas lays the table out (kernelcast's own printer lives in the face, which training may not import);
+    every float here is a percent."""
     import pandas as pd
 
     frame = pd.DataFrame(records).reindex(columns=columns).rename(columns=headers or {})
-    print(frame.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:.3f}"))
+    print(frame.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:.1f}"))
 
 
 def _side(table: list[dict], group_by: str) -> list[dict]:
@@ -111,21 +119,22 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+#: train/evaluate summary columns, in percent, with the README's names
+SIDE_COLUMNS = {
+    "n": "n",
+    "learned_median_ape": "learned median APE %",
+    "learned_p90_ape": "learned p90 APE %",
+    "analytical_median_ape": "analytical median APE %",
+    "analytical_p90_ape": "analytical p90 APE %",
+    "learned_mape": "learned MAPE %",
+    "learned_coverage": "80% interval coverage %",
+}
+
+
 def _print_side(rows, by: str) -> None:
-    """Learned beside analytical, one line per ``by`` group."""
-    _print_table(
-        _side(rows, by),
-        [
-            by,
-            "n",
-            "learned_mape",
-            "analytical_mape",
-            "learned_median_ape",
-            "analytical_median_ape",
-            "learned_p90_ape",
-            "learned_coverage",
-        ],
-    )
+    """Learned beside analytical, one line per ``by`` group, errors and coverage in percent."""
+    side = [{k: (100 * v if k in SIDE_COLUMNS and k != "n" else v) for k, v in r.items()} for r in _side(rows, by)]
+    _print_table(side, [by, *SIDE_COLUMNS], {by: by, **SIDE_COLUMNS})
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -190,9 +199,6 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     ops = _ops(args.op)
     runs = tracking.search(ops)
-    if not runs.empty:
-        names = {tracking.experiment_id(op): f"kernelcast-{op}" for op in ops}
-        runs = runs.assign(experiment_name=runs["experiment_id"].map(names))
     rows = dashboard_rows(runs, ops) if not runs.empty else []
     if args.json:
         print(json.dumps({"tracking_uri": tracking.tracking_uri(), "rows": rows}, indent=1, default=str))

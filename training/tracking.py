@@ -139,9 +139,15 @@ def tag_run(run_id: str, key: str, value: str) -> None:
 def search(ops) -> Any:
     """All finished runs of the given ops' experiments (pandas frame from mlflow.search_runs)."""
     import mlflow
+    import pandas as pd
 
-    setup()
-    names = [experiment_name(op) for op in ops]
-    return mlflow.search_runs(
-        experiment_names=names, filter_string="attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
+    client = setup()
+    found = [e for e in (client.get_experiment_by_name(experiment_name(op)) for op in ops) if e is not None]
+    if not found:  # no experiment yet: nothing to search (and none is created by looking)
+        return pd.DataFrame()
+    runs = mlflow.search_runs(
+        experiment_ids=[e.experiment_id for e in found],
+        filter_string="attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
     )
+    return runs.assign(experiment_name=runs["experiment_id"].map({e.experiment_id: e.name for e in found}))
