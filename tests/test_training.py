@@ -159,6 +159,12 @@ def test_regressor_contract(rows):
     p50, low, high = model.predict_interval(feats)
     assert p50.shape == (500,) and (low <= p50).all() and (p50 <= high).all()
     assert model.feature_importance().index[0] in feats.columns
+    from sklearn.base import clone
+
+    copy = clone(model)  # scikit-learn's contract: same hyperparameters, nothing fitted
+    assert copy.get_params() == model.get_params() and not hasattr(copy, "booster_")
+    assert copy.set_params(max_depth=3).max_depth == 3 and "n_estimators=60" in repr(model)
+    assert model.score(feats, rows.latency_us.iloc[:500]) > 0.5  # R² of latency, from RegressorMixin
 
 
 def test_calibrated_coverage_on_held_out_shapes(rows):

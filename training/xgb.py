@@ -1,9 +1,12 @@
-"""XGBoost latency model (scikit-learn contract): log-efficiency regressor + conformalised p10/p90 quantiles."""
+"""XGBoost latency model, a scikit-learn estimator (``BaseEstimator``: get_params, set_params, clone, repr come
+from it): log-efficiency regressor + conformalised p10/p90 quantiles."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
 from kernelcast.features.vector import TARGET_COLUMNS, categories, feature_names
 from kernelcast.predictors.learned import feature_matrix, matrix_columns, row_offsets, source_codes, to_latency
@@ -24,7 +27,7 @@ def conformal_offset(scores: np.ndarray, coverage: float) -> float:
     return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
 
 
-class LatencyRegressor:
+class LatencyRegressor(RegressorMixin, BaseEstimator):
     """Predicts latency_us from ``build_features`` output; the target is log(latency / scale_us).
 
     ``fit`` trains the point model on every row, the p10/p90 quantile model on the rows outside a
@@ -67,9 +70,6 @@ class LatencyRegressor:
         self.calibration_percent = calibration_percent  # % of shapes held out of the quantile fit for calibration
         self.n_jobs = n_jobs  # CPU threads
         self.random_state = random_state  # seed of row/column subsampling
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
 
     def _params(self, **extra) -> dict:
         return {
@@ -152,8 +152,8 @@ class LatencyRegressor:
         return np.asarray(self.quantile_booster_.inplace_predict(x)).reshape(len(x), -1)
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "booster_"):
-            raise ValueError("LatencyRegressor is not fitted: call fit(features, latency_us) first")
+        # scikit-learn's NotFittedError is a ValueError: "This LatencyRegressor instance is not fitted yet. …"
+        check_is_fitted(self, "booster_")
 
     def predict(self, features: pd.DataFrame) -> np.ndarray:
         """p50 latency (µs)."""
