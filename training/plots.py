@@ -43,7 +43,7 @@ def predicted_vs_measured(rows: pd.DataFrame, title: str):
             ax.scatter(part["measured"], part[model], s=3, alpha=0.4, color=color, label=model)
         hi = float(np.quantile(part["measured"], 0.99)) * 1.05
         ax.plot([0, hi], [0, hi], color="black", lw=0.8)
-        ax.set(xlim=(0, hi), ylim=(0, hi), xlabel="measured (µs)", ylabel="predicted (µs)")
+        ax.set(xlim=(0, hi), ylim=(0, hi), xlabel="measured (µs), axes to its 99th percentile", ylabel="predicted (µs)")
         ax.set_title(
             f"{gpu}: learned {np.median(errors['learned']):.1f} / {np.quantile(errors['learned'], 0.9):.1f}%\n"
             f"analytical {np.median(errors['analytical']):.1f} / {np.quantile(errors['analytical'], 0.9):.1f}% "
@@ -53,7 +53,7 @@ def predicted_vs_measured(rows: pd.DataFrame, title: str):
         ax.legend(loc="upper left", fontsize=7)
     for ax in list(axes.flat)[len(gpus) :]:
         ax.axis("off")
-    fig.suptitle(f"{title} — axes to the 99th percentile of measured latency")
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -86,7 +86,8 @@ def error_vs_size(rows: pd.DataFrame, size_name: str, title: str):
         centers = [np.median(size[which == b]) for b in range(len(edges) - 1) if (which == b).any()]
         medians = [np.median(ape[which == b]) for b in range(len(edges) - 1) if (which == b).any()]
         ax.plot(centers, medians, color=color, lw=2, label=f"{model} (median per decile)")
-    ax.set(xscale="log", yscale="symlog", xlabel=size_name, ylabel="absolute percentage error (%)", title=title)
+    ax.set_yscale("symlog", linthresh=1.0)
+    ax.set(xscale="log", ylim=(0, None), xlabel=size_name, ylabel="absolute percentage error (%)", title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -127,7 +128,10 @@ def paired_bars(labels: list[str], series: dict[str, dict[str, list[float]]], ti
     colors = ("tab:gray", "tab:blue", "tab:orange", "tab:green")
     for ax, stat in zip(axes.flat, stats):
         for j, (model, values) in enumerate(series.items()):
-            ax.bar(x + (j - (len(series) - 1) / 2) * width, values[stat], width, color=colors[j % 4], label=model)
+            bars = ax.bar(
+                x + (j - (len(series) - 1) / 2) * width, values[stat], width, color=colors[j % 4], label=model
+            )
+            ax.bar_label(bars, fmt="%.1f", fontsize=6)
         ax.set_xticks(x, labels, rotation=60, fontsize=7)
         ax.set(yscale="log", ylabel=stat, title=f"{title} — {stat}")
         ax.legend()
