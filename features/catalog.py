@@ -59,7 +59,7 @@ def field_rows(op: str) -> list[dict[str, Any]]:
         default = _default(fld)
         allowed = fld.describe()
         if name == "dtype":
-            allowed += " (also torch/numpy names: bfloat16, torch.float16, half, fp8 = fp8_e4m3, …)"
+            allowed += " (torch/numpy spellings too: bfloat16, torch.float16, half, …; fp8 is fp8_e4m3)"
         rows.append(
             {
                 "op": spec.name,

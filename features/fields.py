@@ -422,9 +422,13 @@ class TritonConfig:
         return CustomField(
             checker=checker,
             scalar_checker=lambda value, ctx: self.check_one(value, ctx["backend"]),
-            text="for backend 'triton' a mapping of "
-            + ", ".join(f"{k} ({IntField(lo, hi, pow2=p).describe()})" for k, (lo, hi, p) in self.keys.items())
-            + "; for other backends none or free annotations",
+            text=(
+                "for backend 'triton' a mapping of "
+                + ", ".join(f"{k} ({IntField(lo, hi, pow2=p).describe()})" for k, (lo, hi, p) in self.keys.items())
+                + "; for other backends none or free annotations"
+                if self.keys
+                else "none, or free annotations (a mapping of names to numbers or strings)"
+            ),
             default=None,
             optional=True,
         )
