@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
-from kernelcast.show import clip, table
+from kernelcast.show import clip, dumps, table
 
 PRED_COLUMNS = ("floor_us", "latency_us", "low_us", "high_us", "achieved_tflops", "achieved_gbps", "roofline_pct")
 PRED_COLUMNS += ("bound", "model")
@@ -23,14 +22,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
         desc = parse_desc(raw[0])
         pred = predict_latency(desc, args.predictor)
         if args.json:
-            print(json.dumps({"desc": desc.to_dict(), "prediction": pred.to_dict()}, indent=2))
+            print(dumps({"desc": desc.to_dict(), "prediction": pred.to_dict()}))
         else:
             print(table([pred.to_dict()], PRED_COLUMNS))
             print(f"in_distribution={pred.in_distribution}; {pred.assumptions}")
         return 0
     preds = predict_many(raw, args.predictor).to_dict("records")
     if args.json:
-        print(json.dumps([{"desc": d, "prediction": p} for d, p in zip(raw, preds)], indent=2, default=str))
+        descs = [parse_desc(d).to_dict() for d in raw]  # canonical, as for one description (all valid by now)
+        print(dumps([{"desc": d, "prediction": p} for d, p in zip(descs, preds)]))
     else:
         rows = [{"#": i, "op": d.get("op"), "gpu": d.get("gpu"), **p} for i, (d, p) in enumerate(zip(raw, preds))]
         print(table(rows, ("#", "op", "gpu", *PRED_COLUMNS, "in_distribution")))
@@ -42,7 +42,7 @@ def cmd_fields(args: argparse.Namespace) -> int:
 
     rows = catalog((args.op,) if args.op else None)
     if args.json:
-        print(json.dumps(rows, indent=2, default=str))
+        print(dumps(rows))
     else:
         shown = [{**r, "default": "(required)" if r["required"] else r["default"]} for r in rows]
         print(table(shown, ("op", "field", "type", "default", "allowed")))
@@ -58,13 +58,13 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
     if args.name:
         if args.json:  # the spec in SI base units (bytes, Hz, FLOP/s, B/s), as the spec file holds it
-            print(json.dumps(gpu_json(args.name), indent=2))
+            print(dumps(gpu_json(args.name)))
         else:
             rows = gpu_detail(args.name)
             print(table([{**r, "source": clip(r["source"])} for r in rows], ("field", "value", "source")))
         return 0
     rows = gpu_rows()
-    print(json.dumps(rows, indent=2) if args.json else table(rows, list(rows[0])))
+    print(dumps(rows) if args.json else table(rows, list(rows[0])))
     return 0
 
 
@@ -73,7 +73,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     rows = coverage_rows(args.op, args.gpu)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         print(table(rows, COVERAGE_COLUMNS) if rows else "no learned model covers that: answers are analytical")
         print(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -53,9 +54,24 @@ def table(rows: Sequence[dict], columns: Sequence[str]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN: a rate an op does not have (a collective's TFLOP/s) is null
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """``--json`` output: strict JSON (NaN and inf as null), numpy scalars and other objects as their text."""
+    return json.dumps(_plain(value), indent=2, default=str, allow_nan=False)
+
+
 def clip(text: str, width: int = 100) -> str:
     """Long text cut for a terminal table (``--json`` keeps all of it)."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-__all__ = ["binary", "cell", "clip", "si", "table"]
+__all__ = ["binary", "cell", "clip", "dumps", "si", "table"]

@@ -20,7 +20,7 @@ TRITON = {**GEMM, "backend": "triton"}
 CFG = {"block_m": 256, "block_n": 256, "block_k": 128, "group_m": 8, "num_warps": 8, "num_stages": 5, "split_k": 1}
 
 
-def test_achieved_rates_are_flops_and_bytes_over_the_latency():
+def test_achieved_rates_are_flops_and_bytes_over_the_latency(capsys):
     pred = kernelcast.predict_latency(GEMM)
     flops, nbytes = 2 * 4096**3, 3 * 4096 * 4096 * 2  # A, B read once, C written once, bf16
     assert pred.achieved_tflops == pytest.approx(flops / (pred.latency_us * 1e-6) / 1e12)
@@ -31,6 +31,10 @@ def test_achieved_rates_are_flops_and_bytes_over_the_latency():
     many = kernelcast.predict_many([GEMM, {**coll, "bytes": 1 << 26, "ranks": 8}])
     assert many["achieved_tflops"].iloc[0] == pytest.approx(pred.achieved_tflops)
     assert np.isnan(many["achieved_tflops"].iloc[1])  # a collective has no FLOPs
+    coll_text = [f"{k}={v}" for k, v in coll.items()] + ["bytes=64MiB", "ranks=8", "--json"]
+    assert main(["predict", *coll_text]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and json.loads(out)["prediction"]["achieved_tflops"] is None  # strict JSON: null
     assert many["achieved_gbps"].iloc[1] == pytest.approx((1 << 26) / many["latency_us"].iloc[1] / 1e3)  # algbw
 
 
