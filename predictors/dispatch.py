@@ -130,12 +130,11 @@ def predict_columns(
 def achieved(feats: Mapping[str, np.ndarray], latency_us: np.ndarray) -> dict[str, np.ndarray]:
     """Achieved TFLOP/s and GB/s (the op's ``flops`` and ``bytes`` features over the latency; NaN for an op without
     one) and the share of the roofline reached, floor / latency in percent."""
-    nan = np.full(len(latency_us), np.nan)
-    rate = lambda name, scale: np.asarray(feats[name], dtype=np.float64) / latency_us / scale if name in feats else nan
+    missing = np.full(len(latency_us), np.nan)
     return {
-        "achieved_tflops": rate("flops", 1e6),  # FLOP/µs = 1e6 FLOP/s; TFLOP/s = FLOP/µs / 1e6
-        "achieved_gbps": rate("bytes", 1e3),  # B/µs / 1e3 = GB/s
-        "roofline_pct": 100 * np.asarray(feats["floor_us"], dtype=np.float64) / latency_us,
+        "achieved_tflops": feats["flops"] / latency_us / 1e6 if "flops" in feats else missing,  # FLOP/µs / 1e6
+        "achieved_gbps": feats["bytes"] / latency_us / 1e3 if "bytes" in feats else missing,  # B/µs / 1e3 = GB/s
+        "roofline_pct": 100 * feats["floor_us"] / latency_us,
     }
 
 
