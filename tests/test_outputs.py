@@ -104,4 +104,3 @@ def _example(op):
     from kernelcast.features.ops import get_op
 
     return {"op": op, "gpu": "H200", **get_op(op).example}
-
