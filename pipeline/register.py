@@ -63,13 +63,24 @@ def flat_metrics(summary: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v == v}
 
 
-def _register(client, run_id: str, op: str, source: str) -> str:
-    """The run's model version of ``kernelcast-<op>`` (created once per run), set as champion."""
+def _register(client, run_id: str, op: str, candidate: Path) -> str:
+    """The run's model version of ``kernelcast-<op>`` (created once per run), set as champion: the candidate's files
+    logged in the night's run as the kernelcast pyfunc (``training.pyfunc``), as `kernelcast train` registers it."""
+    import json
+
+    import mlflow
+
+    from kernelcast.training import pyfunc
+
     name = tracking.experiment_name(op)
-    if not client.search_registered_models(f"name = '{name}'"):
-        client.create_registered_model(name)
-    mine = [v for v in client.search_model_versions(f"name = '{name}'") if v.run_id == run_id]
-    version = mine[0].version if mine else client.create_model_version(name, source, run_id=run_id).version
+    found = client.search_registered_models(f"name = '{name}'")
+    mine = [v for v in client.search_model_versions(f"name = '{name}'") if v.run_id == run_id] if found else []
+    if mine:
+        version = mine[0].version
+    else:
+        manifest = json.loads((candidate / f"{op}.json").read_text())
+        with mlflow.start_run(run_id=run_id):  # the night's run, resumed; register() ends it
+            version = pyfunc.log_model(op, candidate, manifest, name)
     client.set_registered_model_alias(name, "champion", str(version))
     return str(version)
 
@@ -97,8 +108,8 @@ def register(cfg: FarmConfig, night: str, summary: dict[str, Any], candidate: Pa
         if not result["promote"]:
             continue
         client.log_artifacts(run_id, str(candidate), artifact_path="shipped")
-        source = f"{client.get_run(run_id).info.artifact_uri}/shipped"
-        promoted[op] = {"version": _register(client, run_id, op, source), "exported": export(candidate, op, cfg.models)}
+        version = _register(client, run_id, op, candidate)
+        promoted[op] = {"version": version, "exported": export(candidate, op, cfg.models)}
     client.set_terminated(run_id)
     return {"tracking_uri": uri, "run_id": run_id, "promoted": promoted, "quarantined": quarantined}
 

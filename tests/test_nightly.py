@@ -55,6 +55,22 @@ def test_a_night_killed_after_each_stage_resumes_and_measures_nothing_twice(tmp_
     assert len(published) == len(shard_rows) and all(r["timer"] == "cpu" for r in published)
     [run] = _mlflow_runs(mlflow_url, "killed")  # one run for the night, however often it was restarted
     assert run.data.tags["quarantined"] == "false" and "gemm.independent.candidate.mape" in run.data.metrics
+    _champion_predicts(mlflow_url, tmp_path / "farm" / "models")
+
+
+def _champion_predicts(mlflow_url: str, models) -> None:
+    """The night's registered model is the kernelcast pyfunc: it answers descriptions as the exported files do."""
+    import mlflow
+
+    from kernelcast.predictors.dispatch import predict_many
+
+    mlflow.set_tracking_uri(mlflow_url)
+    served = mlflow.pyfunc.load_model("models:/kernelcast-gemm@champion")
+    frame = pd.DataFrame([{"gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": m, "n": 256, "k": 256}
+                          for m in (16, 128)])  # fmt: skip
+    got = served.predict(frame)
+    pd.testing.assert_frame_equal(got, predict_many(frame.assign(op="gemm"), model_dir=models))
+    assert got["model"].str.startswith("learned:gemm@").all()  # the night's CPU-timer GEMMs cover these shapes
 
 
 def _set_torch(folder, version: str) -> None:
