@@ -1,4 +1,4 @@
-"""Own code against the library that could replace it, where the own code was kept (benchmarks/RESULTS.md §11):
+"""Own code against the library that could replace it, where the own code was kept (benchmarks/RESULTS.md §13):
 leave-one-GPU-out folds (scikit-learn's LeaveOneGroupOut) and the frozen split's stability (GroupShuffleSplit).
 
     python benchmarks/bench_libraries.py [--json]    # after `kernelcast import aiconfigurator`
