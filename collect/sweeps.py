@@ -5,7 +5,10 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
 
 * ``[[grid]]``: the cartesian product of every list-valued key (``config`` = list of tables;
   ``"=key"`` copies another key's value, e.g. ``seq_kv = "=seq_q"``; ``config`` is dropped
-  for non-Triton backends).
+  for non-Triton backends). A pool table (below; ``pool_seed`` required) is a list of its tables:
+  every point gets every table. ``shape`` (a table, a list or a pool of them) merges its fields
+  into the point, so ``shape = { pool = 50, m = …, n = … }`` x ``config = { pool = 60, … }`` measures
+  60 configs on each of 50 drawn shapes (config search's exhaustive test sets).
 * ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
   (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed. A table with ``pool``
   (e.g. ``config = { pool = 128, pool_seed = 11, block_m = [16, 32, 64], num_warps = [2, 4, 8], … }``)
@@ -76,14 +79,26 @@ def _load(name: str) -> tuple[Path, dict]:
         raise SweepError(f"sweep {path.name} is not valid TOML: {exc}") from None
 
 
+def _grid_choices(path: Path, key: str, value: Any) -> list:
+    """A grid key's choices: a list, a pool table (every table of the pool; ``pool_seed`` required), or one value."""
+    if isinstance(value, dict) and "pool" in value:
+        if not isinstance(value.get("pool_seed"), int):
+            raise _err(path, f"{key}.pool_seed", value.get("pool_seed"), "an integer (a grid's pool is seeded)")
+        return _pool(path, key, value, random.Random(value["pool_seed"]))
+    return value if isinstance(value, list) else [value]
+
+
 def _points_grid(path: Path, block: dict) -> Iterator[dict]:
     keys = [k for k in block if k not in CONTROL_KEYS["grid"]]
-    choices = [block[k] if isinstance(block[k], list) else [block[k]] for k in keys]
+    choices = [_grid_choices(path, k, block[k]) for k in keys]
     for k, c in zip(keys, choices):
         if not c:
             raise _err(path, k, block[k], "a value or a non-empty list")
+        if k == "shape" and not all(isinstance(t, dict) for t in c):
+            raise _err(path, "shape", block[k], "a table of fields, a list of them, or a pool of them")
     for combo in itertools.product(*choices):
-        yield dict(zip(keys, combo))
+        point = dict(zip(keys, combo))
+        yield {**{k: v for k, v in point.items() if k != "shape"}, **point.get("shape", {})}
 
 
 def _draw(path: Path, key: str, spec: Any, rng: random.Random) -> Any:

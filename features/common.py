@@ -117,19 +117,26 @@ def triton_configs(cols) -> np.ndarray:
     return np.where(backend == "triton", np.atleast_1d(np.asarray(configs, dtype=object)), None)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def parse_config(text: str) -> Mapping:
+    """A canonical config's JSON text -> its mapping (cached: config search predicts the same configs again and
+    again; callers must not change the result)."""
+    return json.loads(text) if text else {}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _config_numbers(text: str, keys: tuple[str, ...]) -> tuple[float, ...]:
+    cfg = parse_config(text)
+    return tuple(
+        float(cfg[k]) if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool) else np.nan
+        for k in keys
+    )
+
+
 def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -> list[np.ndarray]:
     """Numeric keys of each row's JSON config column; ``defaults`` where a row's config lacks one."""
     uniq, inv = _unique(np.asarray([c if isinstance(c, str) else "" for c in np.atleast_1d(configs)], dtype=object))
-    table = []
-    for u in uniq:
-        cfg = json.loads(u) if u else {}
-        table.append(
-            [
-                float(cfg[k]) if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool) else np.nan
-                for k in keys
-            ]
-        )
-    values = np.asarray(table)[inv]
+    values = np.asarray([_config_numbers(u, keys) for u in uniq])[inv]
     return [np.where(np.isnan(values[:, i]), d, values[:, i]) for i, d in enumerate(defaults)]
 
 

@@ -362,9 +362,7 @@ class TritonConfig:
                 ) from None
         if isinstance(cfg, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in cfg):
             cfg = dict(cfg)  # a description's own (key, value) pairs
-        if cfg is None:
-            if backend == "triton":
-                raise field_error("config", None, f"a mapping with {', '.join(self.keys)} for backend 'triton'")
+        if cfg is None:  # backend triton: the predictors answer at the config search's top pick
             return None
         if not isinstance(cfg, Mapping):
             raise field_error("config", cfg, "a mapping of names to numbers or strings")
@@ -383,6 +381,10 @@ class TritonConfig:
             raise field_error(f"config.{unknown[0]}", cfg[unknown[0]], "absent: known keys are " + ", ".join(self.keys))
         out = {}
         for key, (lo, hi, pow2) in self.keys.items():
+            value = cfg.get(key)
+            if type(value) is int and lo <= value <= hi and not (pow2 and value & (value - 1)):
+                out[key] = value  # plainly valid (config search checks thousands): no IntField built
+                continue
             spec = IntField(lo, hi, pow2=pow2)
             if key not in cfg:
                 raise field_error(f"config.{key}", None, f"{spec.describe()} (required for backend 'triton')")
@@ -425,7 +427,7 @@ class TritonConfig:
             text=(
                 "for backend 'triton' a mapping of "
                 + ", ".join(f"{k} ({IntField(lo, hi, pow2=p).describe()})" for k, (lo, hi, p) in self.keys.items())
-                + "; for other backends none or free annotations"
+                + " (none: the top-ranked config); for other backends none or free annotations"
                 if self.keys
                 else "none, or free annotations (a mapping of names to numbers or strings)"
             ),

@@ -14,6 +14,8 @@ __all__ = [
     "predict_module",
     "predict_model",
     "analyze_trace",
+    "rank_configs",
+    "triton_perf_model",
 ]
 
 
@@ -23,6 +25,14 @@ def __getattr__(name: str):
         from kernelcast.predictors import dispatch
 
         return getattr(dispatch, name)
+    if name == "rank_configs":
+        from kernelcast.predictors.configs import rank_configs
+
+        return rank_configs
+    if name == "triton_perf_model":
+        from kernelcast.predictors.autotune import triton_perf_model
+
+        return triton_perf_model
     if name == "parse_desc":
         from kernelcast.features.desc import parse_desc
 

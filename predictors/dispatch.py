@@ -88,10 +88,16 @@ def _unseen(op: str, model):
 
 
 def predict_columns(
-    cols: Mapping[str, np.ndarray], op: str, predictor: str = "auto", model_dir: str | None = None
+    cols: Mapping[str, np.ndarray],
+    op: str,
+    predictor: str = "auto",
+    model_dir: str | None = None,
+    feats: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """``RESULT_COLUMNS`` (and the op's extras) for validated description columns of one op."""
+    """``RESULT_COLUMNS`` (and the op's extras) for validated description columns of one op; ``feats``: their
+    ``feature_columns(cols, op, learned=True)`` where the caller has them already (config search)."""
     chain = predictors_for(op, predictor, model_dir)
+    cols = _with_top_configs(cols, op, predictor, model_dir)
     n = len(np.atleast_1d(cols["gpu"]))
     todo = np.ones(n, dtype=bool)
     claims = []
@@ -100,7 +106,8 @@ def predict_columns(
         if mine.any():
             claims.append((p, mine))
             todo &= ~mine
-    feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
+    if feats is None:
+        feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
     analytical_us, bound = get_op(op).analytical(cols, feats)  # every row's bound; the fallback's answer
     out: dict[str, np.ndarray] = {
         "latency_us": np.empty(n),
@@ -138,6 +145,28 @@ def achieved(feats: Mapping[str, np.ndarray], latency_us: np.ndarray) -> dict[st
     }
 
 
+def _untuned(cols: Mapping[str, np.ndarray], op: str) -> np.ndarray:
+    """Rows of a Triton backend that carry no config (the predictors answer at the config search's top pick)."""
+    if get_op(op).triton_config is None or "config" not in cols:
+        return np.zeros(len(np.atleast_1d(cols["gpu"])), dtype=bool)
+    backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
+    return (backend == "triton") & np.equal(np.atleast_1d(np.asarray(cols["config"], dtype=object)), None)
+
+
+def _with_top_configs(
+    cols: Mapping[str, np.ndarray], op: str, predictor: str, model_dir: str | None = None
+) -> Mapping[str, np.ndarray]:
+    """``cols`` with each untuned Triton row's config set to its top-ranked one (``predictors.configs``)."""
+    missing = _untuned(cols, op)
+    if not missing.any():
+        return cols
+    from kernelcast.predictors.configs import best_configs
+
+    config = np.array(cols["config"], dtype=object)
+    config[missing] = best_configs({k: np.asarray(v)[missing] for k, v in cols.items()}, op, predictor, model_dir)
+    return {**cols, "config": config}
+
+
 def _one_row(d) -> dict[str, np.ndarray]:
     cols = {}
     for k, v in d.to_row().items():
@@ -155,10 +184,18 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     """
     d = parse_desc(desc)
     chain = predictors_for(d.op, predictor)
-    out = predict_columns(_one_row(d), d.op, predictor)
+    row = _one_row(d)
+    tuned = _with_top_configs(row, d.op, predictor)
+    out = predict_columns(tuned, d.op, predictor)
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
+    assumptions = source.assumptions(d.op)
+    if tuned is not row:
+        assumptions += (
+            f"; no config given: predicted at the top-ranked config {tuned['config'][0]} of the "
+            f"{d.op} config space that fits {d.gpu} (kernelcast.rank_configs)"
+        )
     return Prediction(
         float(out["latency_us"][0]),
         float(out["low_us"][0]),
@@ -167,7 +204,7 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
         str(out["bound"][0]),
         name,
         bool(out["in_distribution"][0]),
-        source.assumptions(d.op),
+        assumptions,
         extras,
         **{k: float(out[k][0]) for k in ACHIEVED_COLUMNS},
     )
@@ -178,7 +215,8 @@ def predict_many(
 ) -> pd.DataFrame:
     """Predict many descriptions at once (any mix of ops); row i of the result answers row i of the input,
     with the input's index (duplicates and all). ``model_dir``: learned models from there instead of the shipped
-    ones (the MLflow model serves its own copy of the shipped files this way)."""
+    ones (the MLflow model serves its own copy of the shipped files this way). A Triton row without a config is
+    answered at its top-ranked config (``kernelcast.rank_configs``), as ``predict_latency`` answers it."""
     check_predictor(predictor)  # a bad name fails before any work
     frame = descs if isinstance(descs, pd.DataFrame) else columns_from_records(descs)
     by_op, _ = validate_frame(frame)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.common import key_codes
+from kernelcast.features.common import key_codes, parse_config
 from kernelcast.features.fields import SMALL
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import FEATURE_VERSION, categories, default_source, feature_names
@@ -236,7 +236,7 @@ def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
     codes, uniq = pd.factorize(np.asarray(texts, dtype=object))
     ok = []
     for text in uniq:
-        cfg = json.loads(text) if text else {}
+        cfg = parse_config(text)
         ok.append(not cfg or all(v in seen_sets.get(k, ()) for k, v in cfg.items()))
     return np.asarray(ok, dtype=bool)[codes]
 
