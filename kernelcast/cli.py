@@ -37,6 +37,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from kernelcast import rank_configs
+    from kernelcast.inputs import read_descs
+
+    raw, many = read_descs(args.file, args.fields)
+    if many:
+        raise ValueError(f"kernelcast tune ranks the configs of one description; --file {args.file!r} holds a list")
+    ranked = rank_configs(raw[0], top=args.top, predictor=args.predictor)
+    rows = ranked.to_dict("records")
+    if args.json:
+        print(dumps({**ranked.attrs, "ranked": rows}))
+    else:
+        cfg = [{**r, "config": ", ".join(f"{k}={v}" for k, v in r["config"].items())} for r in rows]
+        print(table(cfg, tuple(ranked.columns)))
+        print(f"best {len(rows)} of {ranked.attrs['fit']} configs that fit ({ranked.attrs['candidates']} in the space)")
+    return 0
+
+
 def cmd_fields(args: argparse.Namespace) -> int:
     from kernelcast.features.catalog import catalog
 
@@ -148,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", help="one GPU (name or alias)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_coverage)
+    p = sub.add_parser("tune", help="rank a Triton kernel's configs by predicted latency (gemm, attention, moe)")
+    p.add_argument("fields", nargs="*", help="description fields as key=value, backend=triton, no config")
+    p.add_argument("--file", help="a JSON description file, or - for stdin (key=value fields override it)")
+    p.add_argument("--top", type=int, default=10, help="how many configs to show (default 10)")
+    p.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_tune)
     p = sub.add_parser("gpus", help="list the GPU spec database, or show one GPU")
     p.add_argument("name", nargs="?", help="a GPU name or alias")
     p.add_argument("--json", action="store_true")
