@@ -121,6 +121,8 @@ def _ensure_outside(args: argparse.Namespace) -> None:
     (training reads the cache; only the face may call the importer)."""
     if args.command not in ("train", "evaluate") or getattr(args, "source", None) not in (None, "aiconfigurator"):
         return
+    if getattr(args, "split", None) == "tune":  # config search's regret reads only our exhaustive test rows
+        return
     from kernelcast.collect.importers.aiconfigurator import ensure_cache
     from kernelcast.features.ops import op_names
 

@@ -20,7 +20,9 @@ def add_parsers(subparsers) -> None:
         p = subparsers.add_parser(name, help=helptext)
         p.add_argument("--op", default="all", choices=(*op_names(), "all"))
         if name == "evaluate":
-            p.add_argument("--split", default="random", choices=SPLITS)
+            p.add_argument(
+                "--split", default="random", choices=(*SPLITS, "tune"), help="tune: config search's measured regret"
+            )
             p.add_argument(
                 "--export-unseen",
                 action="store_true",
@@ -137,9 +139,26 @@ def _print_side(rows, by: str) -> None:
     _print_table(side, [by, *SIDE_COLUMNS], {by: by, **SIDE_COLUMNS})
 
 
+def _evaluate_tune(args: argparse.Namespace) -> int:
+    from kernelcast.training.regret import TUNE_SWEEPS, evaluate_tune
+
+    ops = [op for op in _ops(args.op) if op in TUNE_SWEEPS]
+    if not ops:
+        raise ValueError(f"--split tune: --op must be one of {', '.join(TUNE_SWEEPS)} or all; got {args.op!r}")
+    results = [evaluate_tune(op, log_mlflow=not args.no_mlflow) for op in ops]
+    if args.json:
+        print(json.dumps(results, indent=1, default=str))
+    for r in [] if args.json else results:
+        print(f"\n{r['op']} tune ({r['sweep']}): {r['shapes']} shapes")
+        _print_table(r["table"], ["gpu", "method", "shapes", "mean_regret", "within_5pct", "worst_regret"])
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from kernelcast.training.run import evaluate_split
 
+    if args.split == "tune":
+        return _evaluate_tune(args)
     results = []
     for cfg in _configs(args):
         result = evaluate_split(cfg, args.split)
