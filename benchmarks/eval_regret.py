@@ -59,7 +59,8 @@ def main() -> int:
         cells = "".join(f"{r[c]:>15.3f}" if c in r else f"{'':>15}" for c in COLUMNS)
         print(f"{r['op']:<10}{r['gpu']:<10}{r['method']:<26}{r['shapes']:>7}{cells}")
     result = {
-        "data": [str(p) for p in args.data] or "datasets/files.toml test files of " + ", ".join(regret.TUNE_SWEEPS.values()),
+        "data": [str(p) for p in args.data]
+        or "datasets/files.toml test files of " + ", ".join(regret.TUNE_SWEEPS.values()),
         "predictor": args.predictor,
         "table": table,
         "shapes": pd.concat(shapes, ignore_index=True).to_dict("records") if shapes else [],

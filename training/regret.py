@@ -17,11 +17,11 @@ measured rows; a shape is every description field but ``config``, per GPU. Metho
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import tomllib
 
 from kernelcast.features.desc import op_fields
 from kernelcast.predictors.configs import rank_configs
