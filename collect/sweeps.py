@@ -223,6 +223,9 @@ def _admit(out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: 
     except ValueError as exc:
         out.skipped.append((point, str(exc)))
         return
+    if desc.backend == "triton" and desc.config is None:  # serving ranks a config; a measurement needs one
+        out.skipped.append((point, "a measured Triton kernel needs an explicit config"))
+        return
     if limit is not None and (gflop := _gflop(desc)) > limit:
         out.skipped.append((point, f"{gflop:.0f} GFLOP is over the block's max_gflop={limit}"))
         return

@@ -254,3 +254,14 @@ def test_every_database_gpu_can_be_ranked_on():
     for gpu in list_gpus():
         ranked = rank_configs({**ATTENTION, "gpu": gpu.name}, top=1)
         assert len(ranked) == 1 and 0 < ranked.attrs["fit"] <= 192, gpu.name
+
+
+def test_a_sweep_point_without_a_triton_config_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    from kernelcast.collect import sweeps
+
+    (tmp_path / "bare.toml").write_text(
+        '[[grid]]\nop = "gemm"\nbackend = "triton"\ndtype = "bf16"\nm = 64\nn = 64\nk = 64\n'
+    )
+    monkeypatch.setattr(sweeps, "SWEEP_DIR", tmp_path)
+    report = sweeps.expand_report("bare", "H200")
+    assert not report.items and report.skipped[0][1] == "a measured Triton kernel needs an explicit config"
