@@ -200,15 +200,21 @@ def test_fixed_config_is_chosen_on_the_other_shapes():
     assert oracle == "b" and loo == ["b", "b", "a"]
 
 
-def test_regret_on_committed_exhaustive_rows():
+KEYS = ["m", "n", "k", "dtype", "layout"]
+
+
+def _committed_exhaustive(shapes: int) -> pd.DataFrame:
     """Real rows: the 2026-11-29 Triton GEMM grid (gemm_triton.toml, ~53 configs measured on each shape; training
-    rows, so these figures judge the evaluation's mechanics, not the model). Four shapes with >= 40 configs."""
+    rows, so figures on them judge the evaluation's mechanics, not the model): ``shapes`` shapes with >= 40."""
     files = sorted((REPO / "datasets" / "gemm").glob("kernelcast_h200_sxm_20261129_s00*of002.parquet"))
     rows = regret.measured_rows(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True), "gemm")
-    keys = ["m", "n", "k", "dtype", "layout"]
-    counts = rows.groupby(keys)["config"].nunique()
-    chosen = counts[counts >= 40].index[:4]
-    small = rows.set_index(keys).loc[chosen].reset_index()
+    counts = rows.groupby(KEYS)["config"].nunique()
+    return rows.set_index(KEYS).loc[counts[counts >= 40].index[:shapes]].reset_index()
+
+
+def test_regret_on_committed_exhaustive_rows():
+    keys = KEYS
+    small = _committed_exhaustive(4)
     picks = regret.shape_picks(small, "gemm")
     assert len(picks) == 4 and (picks["configs"] >= 40).all()
     for _, shape in picks.iterrows():
@@ -265,3 +271,20 @@ def test_a_sweep_point_without_a_triton_config_is_skipped_with_the_reason(tmp_pa
     monkeypatch.setattr(sweeps, "SWEEP_DIR", tmp_path)
     report = sweeps.expand_report("bare", "H200")
     assert not report.items and report.skipped[0][1] == "a measured Triton kernel needs an explicit config"
+
+
+def test_evaluate_split_tune_logs_regret_per_op_and_gpu_to_mlflow(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from kernelcast.training import tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    (tmp_path / "gemm").mkdir()
+    _committed_exhaustive(3).assign(op="gemm", backend="triton").to_parquet(tmp_path / "gemm" / "tune.parquet")
+    card = '[[file]]\npath = "gemm/tune.parquet"\nrole = "test"\nsweeps = ["gemm_triton_tune"]\n'
+    (tmp_path / "files.toml").write_text(card)
+    result = regret.evaluate_tune("gemm", datasets=tmp_path)
+    assert result["shapes"] == 3
+    runs = tracking.search(["gemm"])
+    assert len(runs) == 1 and runs["tags.split"].iloc[0] == "tune"
+    top1 = next(r for r in result["table"] if r["method"] == "kernelcast_top1")
+    assert runs["metrics.tune.h200_sxm.kernelcast_top1.mean_regret"].iloc[0] == pytest.approx(top1["mean_regret"])

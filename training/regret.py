@@ -84,7 +84,8 @@ def measured_rows(frame: pd.DataFrame, op: str) -> pd.DataFrame:
         keep &= frame["repeat_of"].isna()
     if "timer" in frame:
         keep &= frame["timer"].ne("ncu")
-    rows = frame[keep].reindex(columns=[*op_fields(op), "latency_us"]).reset_index(drop=True)
+    rows = frame[keep].reindex(columns=[*op_fields(op), "latency_us", "source"]).reset_index(drop=True)
+    rows["source"] = rows["source"].fillna(data.OWN_SOURCE)
     return data.valid_rows(rows, op, report=None)
 
 
@@ -179,13 +180,13 @@ def summary(picks: pd.DataFrame) -> list[dict]:
     return out
 
 
-def evaluate_tune(op: str, log_mlflow: bool = True, predictor: str = "auto") -> dict:
+def evaluate_tune(op: str, log_mlflow: bool = True, predictor: str = "auto", datasets: Path = data.DATASETS) -> dict:
     """``kernelcast evaluate --op <op> --split tune``: the regret summary of ``op``'s exhaustive test rows, logged
     to MLflow as metrics ``tune.<gpu>.<method>.<figure>`` (one run, tags kind=evaluate, split=tune)."""
     from kernelcast.features.vector import FEATURE_VERSION
     from kernelcast.training import tracking
 
-    rows = tune_rows(op)
+    rows = tune_rows(op, datasets)
     picks = shape_picks(rows, op, predictor)
     table = summary(picks)
     result = {"op": op, "split": "tune", "sweep": TUNE_SWEEPS[op], "shapes": len(picks), "table": table}
