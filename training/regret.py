@@ -60,6 +60,19 @@ def vllm_default_config(tokens: int, experts: int) -> dict:
     return {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3}
 
 
+def _triton_short_list(desc: dict, times: pd.Series) -> float:
+    short = [k for k in map(_key, TRITON_SHORT_LIST) if k in times.index]
+    return times[short].min() if short else np.nan
+
+
+def _vllm_default(desc: dict, times: pd.Series) -> float:
+    return times.get(_key(vllm_default_config(desc["tokens"], desc["experts"])), np.nan)
+
+
+#: op -> (method, the measured µs of its pick on a shape: NaN where that config was not measured) of its baselines
+BASELINES = {"gemm": (("triton_short_list", _triton_short_list),), "moe": (("vllm_default", _vllm_default),)}
+
+
 def tune_rows(op: str, datasets: Path = data.DATASETS) -> pd.DataFrame:
     """Measured rows of ``op``'s exhaustive sweep: the card's ``test`` files that list ``TUNE_SWEEPS[op]``."""
     card = Path(datasets) / data.CARD_FILES
@@ -137,11 +150,8 @@ def shape_picks(rows: pd.DataFrame, op: str, predictor: str = "auto") -> pd.Data
             "fixed_loo": times.get(fixed, np.nan),
             "fixed_oracle": times.get(oracle, np.nan),
         }
-        if op == "gemm":
-            short = [k for k in map(_key, TRITON_SHORT_LIST) if k in times.index]
-            picks["triton_short_list"] = times[short].min() if short else np.nan
-        if op == "moe":
-            picks["vllm_default"] = times.get(_key(vllm_default_config(desc["tokens"], desc["experts"])), np.nan)
+        for method, pick in BASELINES.get(op, ()):
+            picks[method] = pick(desc, times)
         out.append(
             {
                 "gpu": desc["gpu"],
