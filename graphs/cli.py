@@ -25,6 +25,19 @@ def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_string(index=False, float_format=lambda v: f"{v:,.1f}")
 
 
+def _routing(text: str):
+    """--routing: balanced, power_law_<alpha>, or a JSON list of per-expert row counts."""
+    text = text.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"--routing must be balanced, power_law_<alpha> or a JSON list of counts; got {text!r}"
+            ) from exc
+    return text
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from kernelcast.graphs.model import predict_model
 
@@ -40,6 +53,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 context=args.context,
                 tp=args.tp,
                 cuda_graph=args.cuda_graph,
+                routing=_routing(args.routing),
             )
             out.append(p)
     if args.json:
@@ -163,6 +177,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (adds 2 all_reduces per layer)")
     p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
     p.add_argument("--kernels", action="store_true", help="also print each layer kind's kernel table")
+    p.add_argument(
+        "--routing",
+        default="balanced",
+        help="MoE routing: balanced, power_law_<alpha>, or a JSON list of per-expert row counts (tokens x top_k)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_model)
     p = sub.add_parser("layer", help="predict one decoder layer of a real model at several token counts")

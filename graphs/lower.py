@@ -12,8 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kernelcast.features.fields import canonical_dtype
 from kernelcast.features.gpu import get_gpu
+from kernelcast.features.ops.moe import DISTRIBUTION_RE
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 
 #: aten ops that launch no kernel: views, metadata changes, allocations
@@ -168,8 +171,53 @@ def attention_backend(gpu: str, dtype: str) -> str:
     return "cudnn" if get_gpu(gpu).architecture in ("hopper", "blackwell") and dtype in ("bf16", "fp16") else "flash"
 
 
-def lower(rec: OpRecord, gpu: str) -> Lowered:
-    """The kernels one captured op launches on ``gpu``."""
+def check_routing(routing: Any) -> Any:
+    """``balanced``, ``power_law_<alpha>`` (0 ≤ alpha ≤ 10) or per-expert row counts (non-negative integers)."""
+    if isinstance(routing, str) and DISTRIBUTION_RE.match(routing):
+        if routing == "balanced" or float(routing.removeprefix("power_law_")) <= 10:
+            return routing
+    if (
+        isinstance(routing, (list, tuple))
+        and routing
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in routing)
+    ):
+        return tuple(routing)
+    raise ValueError(
+        f"routing must be 'balanced', 'power_law_<alpha>' (0 <= alpha <= 10) or a list of per-expert row counts; "
+        f"got {routing!r}"
+    )
+
+
+def group_rows(rows: int, groups: int, routing: Any) -> tuple[int, int, str]:
+    """(active groups, rows per group, what was assumed) of a grouped GEMM of ``rows`` over ``groups`` experts. Empty
+    groups are skipped by the kernel; rows per group are chosen so that the 128-row tiles match the routed counts'."""
+    if isinstance(routing, tuple):
+        if len(routing) != groups or sum(routing) != rows:
+            raise ValueError(
+                f"routing counts must be {groups} per-expert row counts summing to {rows}; got {len(routing)} "
+                f"summing to {sum(routing)}"
+            )
+        counts = np.asarray(routing, dtype=np.int64)
+        what = "grouped GEMM: the given per-expert routing counts"
+    elif routing == "balanced":
+        active = max(1, min(groups, rows))
+        return (
+            active,
+            max(1, -(-rows // active)),
+            "grouped GEMM: balanced routing (rows spread over min(experts, rows))",
+        )
+    else:
+        weights = np.arange(1, groups + 1, dtype=np.float64) ** -float(routing.removeprefix("power_law_"))
+        counts = np.floor(rows * weights / weights.sum()).astype(np.int64)
+        counts[: rows - counts.sum()] += 1
+        what = f"grouped GEMM: {routing} routing (expert i gets a share ~ (i+1)^-alpha)"
+    active = max(1, int((counts > 0).sum()))
+    tiles = int(np.ceil(counts / 128).sum())
+    return active, max(1, -(-rows // active), 128 * tiles // active if tiles > active else 0), what
+
+
+def lower(rec: OpRecord, gpu: str, routing: Any = "balanced") -> Lowered:
+    """The kernels one captured op launches on ``gpu`` (``routing``: how MoE grouped GEMMs' rows spread)."""
     name = base_name(rec.name)
     try:
         if name in NO_KERNEL or (rec.outputs and all(o.numel == 0 for o in rec.outputs) and name != "sdpa"):
@@ -177,7 +225,7 @@ def lower(rec: OpRecord, gpu: str) -> Lowered:
         if name == "sdpa":
             return _attention(rec, gpu)
         if name in GEMMS:
-            return _gemm(rec, name)
+            return _gemm(rec, name, routing)
         if name in REDUCTIONS:
             return _reduction(rec, name)
         if name in COPIES:
@@ -321,7 +369,7 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
     )
 
 
-def _gemm(rec: OpRecord, name: str) -> Lowered:
+def _gemm(rec: OpRecord, name: str, routing: Any = "balanced") -> Lowered:
     a_i = 1 if name in ("addmm", "baddbmm", "addmv") else 0
     a, b = rec.args[a_i], rec.args[a_i + 1]
     out = rec.outputs[0]
@@ -335,9 +383,8 @@ def _gemm(rec: OpRecord, name: str) -> Lowered:
         desc.update(m=m, n=1, k=k, layout="nn")
     elif name == "_grouped_mm":
         rows, k, n = a.shape[0], a.shape[-1], b.shape[-1]
-        groups = max(1, min(b.shape[0], rows))  # balanced routing of `rows` over the experts: empty groups are skipped
-        desc.update(m=max(1, -(-rows // groups)), n=n, k=k, batch=groups, layout="nt", backend="grouped")
-        assumption = "grouped GEMM: balanced routing (rows spread evenly over min(experts, rows) experts)"
+        groups, m, assumption = group_rows(rows, b.shape[0], routing)
+        desc.update(m=m, n=n, k=k, batch=groups, layout="nt", backend="grouped")
     elif name in ("bmm", "baddbmm"):
         batch, m, k = a.shape
         n = b.shape[2]

@@ -76,12 +76,14 @@ def predict_model(
     context: int = 0,
     tp: int = 1,
     cuda_graph: bool = False,
+    routing: Any = "balanced",
 ) -> ModelPrediction:
     """One forward step of ``model`` (a shipped config name, a config.json path, or a config dict) on ``gpu``.
 
     prefill: ``batch`` sequences of ``seq`` tokens into an empty cache; decode: ``batch`` × ``seq`` (default 1) new
     tokens against ``context`` cached ones. ``tp`` shards heads and FFN over that many GPUs and adds two all_reduces
-    per layer. The LM head computes the last token's logits per sequence, as generation does."""
+    per layer. The LM head computes the last token's logits per sequence, as generation does. ``routing``: how MoE
+    layers' experts share their rows (``predict_module``'s)."""
     if phase not in layers.PHASES:
         raise ValueError(f"phase must be one of {', '.join(layers.PHASES)}; got {phase!r}")
     seq = 1 if seq is None and phase == "decode" else seq
@@ -98,7 +100,7 @@ def predict_model(
     for kind, count, dense in layers.layer_kinds(cfg):
         m = layers.build_model(sharded, dense=dense)
         call = layers.layer_call(m, phase, batch, seq, context)
-        p = predict_module(call.fn, call.args, call.kwargs, gpu=gpu_name, cuda_graph=cuda_graph)
+        p = predict_module(call.fn, call.args, call.kwargs, gpu=gpu_name, cuda_graph=cuda_graph, routing=routing)
         preds[kind] = p
         notes += [a for a in p.assumptions if a not in notes]
         rows.append(

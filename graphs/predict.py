@@ -18,7 +18,7 @@ from kernelcast.features.desc import parse_desc
 from kernelcast.features.gpu import get_gpu
 from kernelcast.graphs import host
 from kernelcast.graphs.capture import Capture, capture
-from kernelcast.graphs.lower import lower
+from kernelcast.graphs.lower import check_routing, lower
 from kernelcast.predictors.dispatch import predict_many
 
 MODES = ("eager",)
@@ -80,11 +80,13 @@ class WorkloadPrediction:
         }
 
 
-def kernel_table(cap: Capture, gpu: str) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[str, ...]]:
+def kernel_table(
+    cap: Capture, gpu: str, routing: Any = "balanced"
+) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[str, ...]]:
     """Rows (one per kernel) with predictions; the (op index, family) of every captured op; the assumptions made."""
     rows, fams, notes = [], [], []
     for i, rec in enumerate(cap.ops):
-        low = lower(rec, gpu)
+        low = lower(rec, gpu, routing)
         if low.assumption and low.assumption not in notes:
             notes.append(low.assumption)
         if low.unmapped:
@@ -151,9 +153,11 @@ def op_steps(table: pd.DataFrame, fams: list[tuple[int, str | None]], lat: pd.Se
     return [("elementwise" if f == "unmapped" else f, per_op.get(i, [])) for i, f in fams]
 
 
-def predict_capture(cap: Capture, gpu: str, cuda_graph: bool = False, mode: str = "eager") -> WorkloadPrediction:
+def predict_capture(
+    cap: Capture, gpu: str, cuda_graph: bool = False, mode: str = "eager", routing: Any = "balanced"
+) -> WorkloadPrediction:
     gpu = get_gpu(gpu).name
-    table, fams, notes = kernel_table(cap, gpu)
+    table, fams, notes = kernel_table(cap, gpu, routing)
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
     device = float(lat.sum())
@@ -188,12 +192,15 @@ def predict_module(
     gpu: str,
     mode: str = "eager",
     cuda_graph: bool = False,
+    routing: Any = "balanced",
 ) -> WorkloadPrediction:
     """Predict every kernel ``fn_or_module(*args, **kwargs)`` launches on ``gpu``, and the call's device and wall time.
 
     ``args`` are meta (``torch.empty(..., device="meta")``) or fake tensors; a module built under
     ``torch.device("meta")`` (e.g. a Hugging Face model from its config) has no weights and allocates nothing.
-    ``cuda_graph=True`` drops the host launch path from the wall time.
+    ``cuda_graph=True`` drops the host launch path from the wall time. ``routing`` says how MoE experts' grouped
+    GEMMs split their rows (the routing is data-dependent: nothing on meta tensors can say): ``balanced``,
+    ``power_law_<alpha>`` or per-expert row counts (tokens × top_k in all).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -203,7 +210,8 @@ def predict_module(
         raise ValueError(f"fn_or_module must be a callable or an nn.Module; got {type(fn_or_module).__name__}")
     get_gpu(gpu)  # a bad GPU name fails before any work
     args = args if isinstance(args, tuple) else (args,)
-    return predict_capture(capture(fn_or_module, args, dict(kwargs or {})), gpu, cuda_graph, mode)
+    routing = check_routing(routing)
+    return predict_capture(capture(fn_or_module, args, dict(kwargs or {})), gpu, cuda_graph, mode, routing)
 
 
 def summary_line(p: WorkloadPrediction) -> str:

@@ -152,3 +152,20 @@ def test_trace_errors_name_the_file(tmp_path):
         trace.analyze(bad, "H200")
     with pytest.raises(trace.TraceError, match="does not exist"):
         trace.analyze(tmp_path / "missing.json", "H200")
+
+
+def test_moe_routing_is_an_assumption_the_caller_can_change():
+    m = layers.build_model(layers.load_config("mixtral_8x7b"))
+
+    def run(routing):
+        call = layers.layer_call(m, "prefill", 1, 128)
+        return predict_module(call.fn, call.args, call.kwargs, gpu="H200", routing=routing)
+
+    balanced, one_expert = run("balanced"), run([256] + [0] * 7)  # 128 tokens x top-2 = 256 rows
+    assert any("balanced routing" in a for a in balanced.assumptions)
+    assert one_expert.device_us < balanced.device_us  # one expert's weights streamed instead of eight
+    wrong = run([3] * 8)
+    assert (wrong.unmapped["aten_op"] == "aten._grouped_mm.default").all() and len(wrong.unmapped) == 2
+    assert wrong.unmapped["note"].str.contains("summing to 256").all()
+    with pytest.raises(ValueError, match="routing must be"):
+        run("skewed")
