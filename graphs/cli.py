@@ -38,6 +38,17 @@ def _routing(text: str):
     return text
 
 
+def _mapped(p):
+    """The CLI answers only when every kernel of the step was predicted: an unmapped kernel (a description out of its
+    family's range, an op with no model) is the error, naming the op and the reason; the API lists it instead."""
+    for kind, wp in p.layers.items():
+        bad = wp.unmapped
+        if len(bad):
+            op, note = bad.iloc[0]["aten_op"], bad.iloc[0]["note"]
+            raise ValueError(f"{len(bad)} kernel(s) of the {kind} layer cannot be predicted; first: {op}: {note}")
+    return p
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from kernelcast.graphs.model import predict_model
 
@@ -55,7 +66,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 cuda_graph=args.cuda_graph,
                 routing=_routing(args.routing),
             )
-            out.append(p)
+            out.append(_mapped(p))
     if args.json:
         print(json.dumps([p.to_dict() for p in out], indent=2, default=str))
         return 0
@@ -97,7 +108,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
                 tp=args.tp,
                 cuda_graph=args.cuda_graph,
             )
-            for kind, wp in p.layers.items():
+            for kind, wp in _mapped(p).layers.items():
                 rows.append(
                     {
                         "gpu": p.gpu,
