@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernelcast.collect.timers import END_NAME, FLUSH_NAME, KernelEvent, _separators, _trace_events
+from kernelcast.collect.timers import KernelEvent, _separators, _trace_events, split_segments
 
 REPEATS = 8
 #: (model, tp, phase, batch, seq, context): prefill fills an empty cache, decode adds 1 token to `context`
@@ -47,21 +47,6 @@ def layer_points() -> list[dict]:
     for model, tp in MODELS:
         out += [dict(model=model, tp=tp, phase="prefill", batch=b, seq=s, context=0) for b, s in POINTS_PREFILL]
         out += [dict(model=model, tp=tp, phase="decode", batch=b, seq=1, context=c) for b, c in POINTS_DECODE]
-    return out
-
-
-def _segments(events: list[KernelEvent]) -> list[list[KernelEvent]]:
-    """Kernels between each flush and the next end marker, in start order."""
-    out, cur = [], None
-    for e in sorted(events, key=lambda e: e.start_ns):
-        if FLUSH_NAME in e.name:
-            cur = []
-        elif END_NAME in e.name:
-            if cur is not None:
-                out.append(cur)
-            cur = None
-        elif cur is not None:
-            cur.append(e)
     return out
 
 
@@ -88,7 +73,7 @@ def time_calls(fns: Sequence[Callable[[], object]], repeats: int = REPEATS) -> l
                 fn()
                 end()
                 torch.cuda.synchronize()
-    segs = _segments(_trace_events(prof))
+    segs = [calls[0] for calls in split_segments(_trace_events(prof))]  # each call is flushed and ended on its own
     if len(segs) != len(fns) * repeats:
         raise RuntimeError(f"trace holds {len(segs)} calls for {len(fns) * repeats} issued")
     return [segs[i * repeats : (i + 1) * repeats] for i in range(len(fns))]

@@ -272,6 +272,11 @@ def stream_features(nbytes: np.ndarray, elements: np.ndarray, flops: np.ndarray,
     }
 
 
+def stream_learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
+    """What the memory-bound families' learned models add to ``stream_features``: the floor in clock cycles."""
+    return clock_features(base)
+
+
 def stream_latency(cols, f) -> tuple[np.ndarray, np.ndarray]:
     """The analytical answer of a memory-bound kernel: bytes at ``MEMORY_EFFICIENCY`` of HBM (arithmetic at
     ``VECTOR_EFFICIENCY`` of the vector peak), plus one kernel's fixed time."""

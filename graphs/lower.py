@@ -324,7 +324,7 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
     if name in ("cat", "stack"):
         pieces = [t for t in rec.args[0] if t.numel]
         dim = (rec.args[1] if len(rec.args) > 1 else rec.kwargs.get("dim", 0)) % max(len(out.shape), 1)
-        inner = math.prod(out.shape[dim + 1 :]) if name == "cat" else math.prod(out.shape[dim + 1 :])
+        inner = math.prod(out.shape[dim + 1 :])
         chunk = [t.shape[dim] * inner if name == "cat" else inner for t in pieces]
         run = math.gcd(*chunk) if chunk else out.numel
         if len(pieces) == 1:

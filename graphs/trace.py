@@ -95,16 +95,11 @@ def _tensor(dims, strides, type_name: str):
     if type_name not in TYPES:
         raise ValueError(f"tensor type {type_name!r} is not one kernelcast reads")
     return torch.empty_strided(
-        tuple(dims), tuple(strides or _contiguous(dims)), dtype=getattr(torch, TYPES[type_name]), device="meta"
+        tuple(dims),
+        tuple(strides) if strides else torch.empty(tuple(dims), device="meta").stride(),
+        dtype=getattr(torch, TYPES[type_name]),
+        device="meta",
     )
-
-
-def _contiguous(dims) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(dims):
-        out.append(acc)
-        acc *= max(d, 1)
-    return out[::-1]
 
 
 def rebuild(op: dict) -> OpRecord:

@@ -87,6 +87,11 @@ def compare(out: Any, ref: Any, dtype: str, fused: bool = False) -> str | None:
     return None
 
 
+def float_dtype(*dtypes: str) -> str:
+    """The first of ``dtypes`` with a tolerance (bool and integer outputs are compared at fp32's)."""
+    return next((d for d in dtypes if d in TOLERANCE), "fp32")
+
+
 def divisible_16(x: int) -> tuple[bool, bool]:
     """How Triton specializes an integer argument: divisible by 16, or equal to 1."""
     return x % 16 == 0, x == 1
@@ -122,4 +127,8 @@ class BackendBase:
         """Run a small description of ``desc``'s shape class and compare with float64; None when it matches."""
         small = self.small(desc)
         call, reference = self.build(small)
-        return compare(call(), reference(), small.dtype, self.fused)
+        return compare(call(), reference(), self.tolerance_dtype(small), self.fused)
+
+    def tolerance_dtype(self, small: Any) -> str:
+        """The dtype whose tolerance the output check uses (families with integer or bool outputs override it)."""
+        return small.dtype

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from kernelcast.collect.workloads import register
-from kernelcast.collect.workloads.common import TOLERANCE, BackendBase, compare, torch_dtype, values
+from kernelcast.collect.workloads.common import BackendBase, float_dtype, torch_dtype, values
 from kernelcast.features.ops.elementwise import ElementwiseDesc
 
 UNARY = ("neg", "abs", "clamp", "exp", "log", "sqrt", "rsqrt", "pow", "sigmoid", "silu", "gelu", "tanh", "sin", "cos")
@@ -91,15 +91,8 @@ class TorchElementwise(BackendBase):
         ref = _call(desc.fn, [o.double() for o in ops], None) if desc.fn != "cast" else (lambda: ops[0])
         return call, lambda: ref().double()
 
-    def check(self, desc: ElementwiseDesc) -> str | None:
-        small = self.small(desc)
-        call, reference = self.build(small)
-        return compare(call().double(), reference(), tolerance_dtype(small.dtype, small.in_dtype))
-
-
-def tolerance_dtype(*dtypes: str) -> str:
-    """The first float dtype of ``dtypes`` with a tolerance (bool and integer outputs are compared as fp32)."""
-    return next((d for d in dtypes if d in TOLERANCE), "fp32")
+    def tolerance_dtype(self, small: ElementwiseDesc) -> str:
+        return float_dtype(small.dtype, small.in_dtype)
 
 
 register("elementwise", TorchElementwise())

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import clock_features, lookup, stream_assumptions, stream_features, stream_latency
+from kernelcast.features.common import (
+    lookup,
+    stream_assumptions,
+    stream_features,
+    stream_latency,
+    stream_learned_features,
+)
 from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule
 from kernelcast.features.ops import OpSpec, register
 
@@ -55,10 +61,6 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
     }
 
 
-def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return clock_features(base)
-
-
 SPEC = register(
     OpSpec(
         name="copy",
@@ -87,7 +89,7 @@ SPEC = register(
         ),
         checks_dtype_on_gpu=False,
         features=copy_features,
-        learned_features=learned_features,
+        learned_features=stream_learned_features,
         flops=copy_flops,
         analytical=stream_latency,
         analytical_assumptions=stream_assumptions("read + write"),

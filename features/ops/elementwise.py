@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import clock_features, lookup, stream_assumptions, stream_features, stream_latency
+from kernelcast.features.common import (
+    lookup,
+    stream_assumptions,
+    stream_features,
+    stream_latency,
+    stream_learned_features,
+)
 from kernelcast.features.fields import MAX_ELEMENTS, BoolField, ChoiceField, IntField, Rule, canonical_dtype
 from kernelcast.features.ops import OpSpec, register
 
@@ -72,10 +78,6 @@ def elementwise_features(cols, gpu) -> dict[str, np.ndarray]:
     }
 
 
-def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return clock_features(base)
-
-
 def _default_in_dtype(c) -> np.ndarray:
     return np.asarray(c["dtype"], dtype=object)
 
@@ -110,7 +112,7 @@ SPEC = register(
         ),
         checks_dtype_on_gpu=False,
         features=elementwise_features,
-        learned_features=learned_features,
+        learned_features=stream_learned_features,
         flops=elementwise_flops,
         analytical=stream_latency,
         analytical_assumptions=stream_assumptions("pointwise"),

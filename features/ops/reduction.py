@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import clock_features, lookup, stream_assumptions, stream_features, stream_latency
+from kernelcast.features.common import (
+    lookup,
+    stream_assumptions,
+    stream_features,
+    stream_latency,
+    stream_learned_features,
+)
 from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule, canonical_dtype
 from kernelcast.features.ops import OpSpec, register
 
@@ -86,10 +92,6 @@ def row_alignment(red: np.ndarray, elem_bytes: np.ndarray) -> dict[str, np.ndarr
     }
 
 
-def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return clock_features(base)
-
-
 SPEC = register(
     OpSpec(
         name="reduction",
@@ -124,7 +126,7 @@ SPEC = register(
         ),
         checks_dtype_on_gpu=False,
         features=reduction_features,
-        learned_features=learned_features,
+        learned_features=stream_learned_features,
         flops=reduction_flops,
         analytical=stream_latency,
         analytical_assumptions=stream_assumptions("one pass over the input"),
