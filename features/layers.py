@@ -177,3 +177,40 @@ def _restore(cache, seq: int) -> Callable[[], None]:
         layer.keys, layer.values = keys, values
 
     return restore
+
+
+def functional_layer(call: LayerCall) -> tuple[Callable, list]:
+    """``call`` as a pure function of tensors — parameters, buffers, its inputs and the cached keys/values — that
+    returns the layer's output and the grown cache: the form ``make_fx`` traces and Inductor compiles (a KV-cache
+    append is a side effect on a Python object, so the grown cache must be an output or it would be dropped as dead).
+    Returns ``(fn, tensors)``; ``fn(*tensors)`` computes what ``call`` computes."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    module = call.fn
+    state = dict(module.named_parameters()) | dict(module.named_buffers())
+    names = list(state)
+    cache = call.kwargs["past_key_values"]
+    layer = cache.layers[0]
+    past = (layer.keys, layer.values) if getattr(layer, "is_initialized", False) else ()
+    kwargs = {k: v for k, v in call.kwargs.items() if k != "past_key_values"}
+    leaves, spec = pytree.tree_flatten((call.args, kwargs))
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    tensors = [state[n] for n in names] + [leaves[i] for i in slots] + list(past)
+
+    def fn(*flat):
+        params = dict(zip(names, flat[: len(names)]))
+        inputs = list(leaves)
+        for i, t in zip(slots, flat[len(names) : len(names) + len(slots)]):
+            inputs[i] = t
+        if past:
+            layer.keys, layer.values = flat[-2], flat[-1]
+        else:
+            layer.is_initialized = False
+        args, kw = pytree.tree_unflatten(inputs, spec)
+        out = torch.func.functional_call(module, params, args, {**kw, "past_key_values": cache})
+        result = (out, layer.keys, layer.values)
+        call.after()
+        return result
+
+    return fn, tensors

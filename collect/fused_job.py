@@ -1,0 +1,271 @@
+"""Fused kernels on a GPU: Inductor-compiled random fusion graphs and decoder layers, each kernel timed (issue 15).
+
+Worker processes compile (``make_fx`` over fake tensors, then Inductor's ``compile_fx``: all CPU) in parallel; the
+GPU part of each task — the first call (Inductor's runtime autotuning of reduction configs), the timed compiled calls
+and the timed eager calls of the same function — runs under one cross-process lock, so no two tasks share the GPU
+while one is timed. Timing is the project's CUPTI definition (``layer_job.time_calls``: L2 flushed and the stream
+synchronized before each call, kernels of a call between its markers).
+
+One JSON line per task in ``fused.jsonl`` (resumable: a task already there is skipped): the task, Inductor's output
+code (its Triton kernels, their launch lines, the extern GEMM/attention calls), per kernel of the compiled call its
+name and median/p10/p90 µs over the repeats, the chosen launch config and the compiled binary's registers, spills and
+shared memory, the compiled and eager device times, compile seconds, or the error.
+
+Run on a GPU host: ``python3 -m kernelcast.collect.fused_job --out DIR --graphs 0:2500 --budget-s 500``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPEATS = 5
+#: Inductor option sets for the fusion-choice study: the same function compiled under each
+FUSION_CHOICES = {
+    "default": {},
+    "max_fusion_1": {"max_fusion_size": 1},
+    "max_fusion_4": {"max_fusion_size": 4},
+    "no_epilogue": {"epilogue_fusion": False, "aggressive_fusion": False},
+    "aggressive": {"aggressive_fusion": True},
+    "realize_early": {"realize_opcount_threshold": 1},
+}
+LAYER_MODELS = (
+    ("llama3_8b", 1),
+    ("llama3_70b", 8),
+    ("qwen2_5_7b", 1),
+    ("mistral_7b_v0_3", 1),
+    ("qwen3_8b", 1),
+    ("qwen2_5_72b", 8),
+    ("mixtral_8x7b", 1),
+    ("qwen3_30b_a3b", 1),
+)
+LAYER_POINTS = (
+    ("prefill", 1, 128, 0),
+    ("prefill", 1, 512, 0),
+    ("prefill", 1, 2048, 0),
+    ("prefill", 4, 1024, 0),
+    ("prefill", 2, 333, 0),
+    ("decode", 1, 1, 512),
+    ("decode", 8, 1, 2048),
+    ("decode", 32, 1, 1024),
+    ("decode", 128, 1, 512),
+    ("decode", 16, 1, 8191),
+)
+
+
+def task_key(task: dict) -> str:
+    return json.dumps({k: task[k] for k in sorted(task) if k != "options"}, sort_keys=True)
+
+
+def compile_code(fn, tensors: list, options: dict | None = None):
+    """``fn(*tensors)`` traced over fake tensors and compiled by Inductor: (compiled callable, output code strings)."""
+    import torch
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with torch.no_grad():
+        gm = make_fx(fn, tracing_mode="fake")(*tensors)
+        with inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})):
+            compiled, codes = run_and_get_code(compile_fx, gm, list(tensors))
+    return compiled, codes
+
+
+def _build(task: dict, device: str = "cuda"):
+    """(function, its tensors, eager call, row extras) of a task, on ``device``."""
+    import torch
+
+    from kernelcast.collect import fusion_graphs
+    from kernelcast.features import layers
+
+    if task["kind"] == "graph":
+        graph = fusion_graphs.random_graph(task["seed"], task["box"])
+        fn = fusion_graphs.compile_source(graph.source)
+        tensors = fusion_graphs.make_inputs(graph, device, seed=task["seed"])
+        return fn, tensors, lambda: fn(*tensors), {"source": graph.source, "inputs": graph.inputs}
+    model = layers.build_model(layers.shard(layers.load_config(task["model"]), task["tp"]), device=device)
+    with torch.no_grad():
+        call = layers.layer_call(model, task["phase"], task["batch"], task["seq"], task["context"])
+    fn, tensors = layers.functional_layer(call)
+
+    def eager():
+        call.fn(*call.args, **call.kwargs)
+        call.after()
+
+    return fn, tensors, eager, {}
+
+
+def _kernel_meta(names: list[str]) -> dict:
+    """Chosen config, registers, spills and shared memory of the loaded Triton kernels named."""
+    from torch._inductor.codecache import PyCodeCache
+
+    out = {}
+    for module in reversed(getattr(PyCodeCache, "modules", [])):
+        for name in names:
+            kernel = getattr(module, name, None)
+            if name in out or kernel is None or not getattr(kernel, "launchers", None):
+                continue
+            launcher = kernel.launchers[0]
+            cfg = getattr(launcher, "config", None)
+            out[name] = {
+                "kwargs": dict(getattr(cfg, "kwargs", {}) or {}),
+                "num_warps": getattr(cfg, "num_warps", None),
+                "num_stages": getattr(cfg, "num_stages", None),
+                "n_regs": getattr(launcher, "n_regs", None),
+                "n_spills": getattr(launcher, "n_spills", None),
+                "shared": getattr(launcher, "shared", None),
+                "candidates": len(getattr(kernel, "configs", []) or []),
+            }
+        if len(out) == len(names):
+            break
+    return out
+
+
+def _per_kernel(segs) -> list[list]:
+    """Per kernel position of a call: name, median, p10, p90 µs over the calls (calls must launch the same list)."""
+    if len({len(s) for s in segs}) != 1:
+        return []
+    out = []
+    for i in range(len(segs[0])):
+        durs = sorted(s[i].dur_ns / 1e3 for s in segs)
+        out.append([segs[0][i].name[:200], statistics.median(durs), durs[0], durs[-1]])
+    return out
+
+
+def run_task(task: dict, lock) -> dict:
+    """Compile, then (holding the GPU lock) autotune, time compiled and eager calls; the row for ``fused.jsonl``."""
+    import torch
+
+    from kernelcast.collect.layer_job import time_calls
+
+    row = dict(task)
+    row.pop("options", None)
+    t0 = time.time()
+    try:
+        fn, tensors, eager, extra = _build(task)
+        row.update(extra)
+        compiled, codes = compile_code(fn, tensors, task.get("options"))
+        row["compile_s"] = time.time() - t0
+        row["code"] = "\n\n# ---- next graph ----\n\n".join(codes)
+        with lock, torch.no_grad():
+            compiled(*tensors)
+            torch.cuda.synchronize()
+            segs, esegs = time_calls([lambda: compiled(*tensors), eager], repeats=REPEATS)
+        row["kernels"] = _per_kernel(segs)
+        row["device_us"] = [sum(e.dur_ns for e in s) / 1e3 for s in segs]
+        row["eager_device_us"] = [sum(e.dur_ns for e in s) / 1e3 for s in esegs]
+        row["eager_kernels"] = [e.name[:120] for e in esegs[-1]]
+        row["meta"] = _kernel_meta([k[0] for k in row["kernels"] if k[0].startswith("triton_")])
+    except Exception as exc:  # noqa: BLE001 - recorded per task
+        row["error"] = f"{type(exc).__name__}: {exc}"[:600]
+    row["task_s"] = time.time() - t0
+    return row
+
+
+def _worker(tasks, results, lock) -> None:
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import torch
+
+    torch.cuda.init()
+    while True:
+        try:
+            task = tasks.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        if task is None:
+            return
+        results.put(run_task(task, lock))
+        torch.cuda.empty_cache()
+
+
+def plan(graphs: tuple[int, int], box: str, layers: int, choices: int) -> list[dict]:
+    """Tasks: the first ``layers`` decoder layers (longest compiles first), then graphs; the first ``choices`` graphs
+    also under every FUSION_CHOICES set."""
+    tasks = []
+    for model, tp in LAYER_MODELS:
+        for phase, batch, seq, context in LAYER_POINTS:
+            tasks.append(dict(kind="layer", model=model, tp=tp, phase=phase, batch=batch, seq=seq, context=context))
+    del tasks[layers:]
+    for seed in range(*graphs):
+        tasks.append(dict(kind="graph", seed=seed, box=box, choice="default"))
+    for seed in range(graphs[0], graphs[0] + choices):
+        for name, options in FUSION_CHOICES.items():
+            if name != "default":
+                tasks.append(dict(kind="graph", seed=seed, box=box, choice=name, options=options))
+    return tasks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import multiprocessing as mp
+
+    p = argparse.ArgumentParser(prog="python -m kernelcast.collect.fused_job", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="output folder (resumable)")
+    p.add_argument("--graphs", default="0:0", help="seed range lo:hi of random graphs")
+    p.add_argument("--box", default="train", choices=("train", "test"))
+    p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
+    p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    p.add_argument("--budget-s", type=float, default=480.0, help="hand out no new task after this many seconds")
+    p.add_argument("--grace-s", type=float, default=90.0, help="after the budget, wait this long for tasks in flight")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "fused.jsonl"
+    done = set()
+    if path.exists():
+        done = {task_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
+    lo, hi = (int(x) for x in args.graphs.split(":"))
+    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices) if task_key(t) not in done]
+    t0 = time.time()
+    ctx = mp.get_context("spawn")
+    tasks, results, lock = ctx.Queue(), ctx.Queue(), ctx.Lock()
+    procs = [ctx.Process(target=_worker, args=(tasks, results, lock), daemon=True) for _ in range(args.workers)]
+    for proc in procs:
+        proc.start()
+    handed, got, errors = 0, 0, 0
+    in_flight = 2 * args.workers
+    with path.open("a") as f:
+        while got < handed or (handed < len(todo) and time.time() - t0 < args.budget_s):
+            while handed < len(todo) and handed - got < in_flight and time.time() - t0 < args.budget_s:
+                tasks.put(todo[handed])
+                handed += 1
+            if time.time() - t0 > args.budget_s + args.grace_s:
+                print(f"fused: {handed - got} tasks still in flight at the deadline: dropped", flush=True)
+                break
+            try:
+                row = results.get(timeout=5.0)
+            except queue.Empty:
+                if not any(proc.is_alive() for proc in procs):
+                    print("fused: every worker died", flush=True)
+                    break
+                continue
+            got += 1
+            errors += "error" in row
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            if got % 50 == 0 or row["kind"] == "layer":
+                dev = statistics.median(row["device_us"]) if "device_us" in row else float("nan")
+                print(
+                    f"fused {got}/{len(todo)} ({time.time() - t0:.0f} s, {errors} errors): {row['kind']} "
+                    f"{row.get('seed', row.get('model'))} {dev:.1f} us {row.get('error', '')[:120]}",
+                    flush=True,
+                )
+    for _ in procs:
+        tasks.put(None)
+    for proc in procs:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
+    print(f"fused: {got} rows ({errors} errors) of {len(todo)} tasks in {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
