@@ -139,50 +139,79 @@ def _per_kernel(segs) -> list[list]:
     return out
 
 
-def run_task(task: dict, lock) -> dict:
-    """Compile, then (holding the GPU lock) autotune, time compiled and eager calls; the row for ``fused.jsonl``."""
+def run_batch(tasks: Sequence[dict], lock) -> list[dict]:
+    """Compile each task, then, holding the GPU lock, autotune them and time their compiled and eager calls in one
+    profiler session; the rows for ``fused.jsonl``."""
     import torch
 
     from kernelcast.collect.layer_job import time_calls
 
-    row = dict(task)
-    row.pop("options", None)
+    rows, ready = [], []
+    for task in tasks:
+        row = dict(task)
+        row.pop("options", None)
+        t0 = time.time()
+        try:
+            fn, tensors, eager, extra = _build(task)
+            row.update(extra)
+            compiled, codes = compile_code(fn, tensors, task.get("options"))
+            row["compile_s"] = time.time() - t0
+            row["code"] = "\n\n# ---- next graph ----\n\n".join(codes)
+            ready.append((row, compiled, tensors, eager))
+        except Exception as exc:  # noqa: BLE001 - recorded per task
+            row["error"] = f"{type(exc).__name__}: {exc}"[:600]
+        rows.append(row)
+    if not ready:
+        return rows
     t0 = time.time()
-    try:
-        fn, tensors, eager, extra = _build(task)
-        row.update(extra)
-        compiled, codes = compile_code(fn, tensors, task.get("options"))
-        row["compile_s"] = time.time() - t0
-        row["code"] = "\n\n# ---- next graph ----\n\n".join(codes)
-        with lock, torch.no_grad():
-            compiled(*tensors)
-            torch.cuda.synchronize()
-            segs, esegs = time_calls([lambda: compiled(*tensors), eager], repeats=REPEATS)
+    with lock, torch.no_grad():
+        calls = []
+        for row, compiled, tensors, eager in ready:
+            try:
+                compiled(*tensors)  # loads the kernels and runs Inductor's autotuning of reduction configs
+                torch.cuda.synchronize()
+                calls += [lambda c=compiled, t=tensors: c(*t), eager]
+            except Exception as exc:  # noqa: BLE001 - recorded per task
+                row["error"] = f"{type(exc).__name__}: {exc}"[:600]
+        ready = [r for r in ready if "error" not in r[0]]
+        try:
+            timed = time_calls(calls, repeats=REPEATS)
+        except Exception as exc:  # noqa: BLE001 - the whole batch's timing failed
+            for row, *_ in ready:
+                row["error"] = f"timing: {type(exc).__name__}: {exc}"[:600]
+            return rows
+    for i, (row, *_) in enumerate(ready):
+        segs, esegs = timed[2 * i], timed[2 * i + 1]
         row["kernels"] = _per_kernel(segs)
         row["device_us"] = [sum(e.dur_ns for e in s) / 1e3 for s in segs]
         row["eager_device_us"] = [sum(e.dur_ns for e in s) / 1e3 for s in esegs]
         row["eager_kernels"] = [e.name[:120] for e in esegs[-1]]
         row["meta"] = _kernel_meta([k[0] for k in row["kernels"] if k[0].startswith("triton_")])
-    except Exception as exc:  # noqa: BLE001 - recorded per task
-        row["error"] = f"{type(exc).__name__}: {exc}"[:600]
-    row["task_s"] = time.time() - t0
-    return row
+        row["gpu_batch_s"] = time.time() - t0
+    return rows
 
 
-def _worker(tasks, results, lock) -> None:
+def _worker(tasks, results, lock, batch: int) -> None:
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     import torch
 
     torch.cuda.init()
     while True:
         try:
-            task = tasks.get(timeout=1.0)
+            got = [tasks.get(timeout=1.0)]
         except queue.Empty:
             continue
-        if task is None:
-            return
-        results.put(run_task(task, lock))
+        while got[-1] is not None and len(got) < batch:
+            try:
+                got.append(tasks.get_nowait())
+            except queue.Empty:
+                break
+        stop = got[-1] is None
+        for row in run_batch([t for t in got if t is not None], lock):
+            results.put(row)
         torch.cuda.empty_cache()
+        if stop:
+            return
 
 
 def plan(graphs: tuple[int, int], box: str, layers: int, choices: int) -> list[dict]:
@@ -212,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
     p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
     p.add_argument("--budget-s", type=float, default=480.0, help="hand out no new task after this many seconds")
     p.add_argument("--grace-s", type=float, default=90.0, help="after the budget, wait this long for tasks in flight")
     args = p.parse_args(argv)
@@ -226,11 +256,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.time()
     ctx = mp.get_context("spawn")
     tasks, results, lock = ctx.Queue(), ctx.Queue(), ctx.Lock()
-    procs = [ctx.Process(target=_worker, args=(tasks, results, lock), daemon=True) for _ in range(args.workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(tasks, results, lock, args.batch), daemon=True) for _ in range(args.workers)
+    ]
     for proc in procs:
         proc.start()
     handed, got, errors = 0, 0, 0
-    in_flight = 2 * args.workers
+    in_flight = 2 * args.workers * args.batch
     with path.open("a") as f:
         while got < handed or (handed < len(todo) and time.time() - t0 < args.budget_s):
             while handed < len(todo) and handed - got < in_flight and time.time() - t0 < args.budget_s:

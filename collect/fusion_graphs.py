@@ -55,6 +55,8 @@ SCALAR = {
     "pow2": "{a}.pow(2)",
 }
 REDUCE = ("sum", "mean", "amax", "amin")
+#: op kinds and their weights
+KINDS = {"unary": 35, "binary": 28, "scalar": 10, "cast": 7, "reduce": 10, "softmax": 4, "norm": 4, "rope": 2}
 BOXES = {
     # log2 of the first input's element count, ops per graph, chance a dim is odd-sized
     "train": {"log2_numel": (10.0, 25.0), "ops": (1, 10), "odd": 0.3},
@@ -158,7 +160,9 @@ def random_graph(seed: int, box: str = "train") -> FusionGraph:
 def _op(rng: random.Random, values: list[_Value], name: str) -> list[str]:
     """One op over the live values; appends its result to ``values`` and returns its source lines."""
     a = rng.choice(values[-3:]) if rng.random() < 0.8 else rng.choice(values)
-    kind = rng.choices(("unary", "binary", "scalar", "cast", "reduce", "softmax", "norm", "rope"), (35, 28, 10, 7, 10, 4, 4, 2))[0]
+    kind = rng.choices(
+        ("unary", "binary", "scalar", "cast", "reduce", "softmax", "norm", "rope"), (35, 28, 10, 7, 10, 4, 4, 2)
+    )[0]
     if kind == "binary":
         partners = [v for v in values if v is not a and _broadcast(a.shape, v.shape)]
         if partners:
@@ -179,7 +183,9 @@ def _op(rng: random.Random, values: list[_Value], name: str) -> list[str]:
         dims = [d for d in range(len(a.shape)) if a.shape[d] > 1]
         dim = len(a.shape) - 1 if rng.random() < 0.6 or not dims else rng.choice(dims)
         keep = rng.random() < 0.7 or len(a.shape) == 1
-        shape = tuple(1 if i == dim else d for i, d in enumerate(a.shape)) if keep else a.shape[:dim] + a.shape[dim + 1 :]
+        shape = (
+            tuple(1 if i == dim else d for i, d in enumerate(a.shape)) if keep else a.shape[:dim] + a.shape[dim + 1 :]
+        )
         op = rng.choice(REDUCE)
         values.append(_Value(name, shape, a.dtype))
         return [f"{name} = {a.name}.{op}(dim={dim}, keepdim={keep})"]
@@ -193,7 +199,8 @@ def _op(rng: random.Random, values: list[_Value], name: str) -> list[str]:
         if rng.random() < 0.6:
             return [
                 f"{name}_f = {a.name}.float()",
-                f"{name} = ({name}_f * torch.rsqrt({name}_f.pow(2).mean(-1, keepdim=True) + 1e-6)).to({TORCH_DTYPE[a.dtype]})",
+                f"{name}_v = {name}_f * torch.rsqrt({name}_f.pow(2).mean(-1, keepdim=True) + 1e-6)",
+                f"{name} = {name}_v.to({TORCH_DTYPE[a.dtype]})",
             ]
         return [f"{name} = F.layer_norm({a.name}, ({n},))"]
     if kind == "rope" and a.shape[-1] % 2 == 0 and a.shape[-1] >= 4:

@@ -203,14 +203,15 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
         inputs = list(leaves)
         for i, t in zip(slots, flat[len(names) : len(names) + len(slots)]):
             inputs[i] = t
+        before = dict(vars(layer))  # the cache as ``call`` left it: restored below, so eager calls still see it
         if past:
             layer.keys, layer.values = flat[-2], flat[-1]
-        else:
-            layer.is_initialized = False
         args, kw = pytree.tree_unflatten(inputs, spec)
-        out = torch.func.functional_call(module, params, args, {**kw, "past_key_values": cache})
-        result = (out, layer.keys, layer.values)
-        call.after()
-        return result
+        try:
+            out = torch.func.functional_call(module, params, args, {**kw, "past_key_values": cache})
+            return out, layer.keys, layer.values
+        finally:
+            vars(layer).clear()
+            vars(layer).update(before)
 
     return fn, tensors
