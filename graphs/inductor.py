@@ -22,6 +22,7 @@ from unittest import mock
 from kernelcast.features.gpu import GpuSpec, get_gpu
 from kernelcast.features.inductor import compile_code, functional
 from kernelcast.graphs.capture import CaptureError
+from kernelcast.graphs.lower import attention_backend
 
 #: c10's DeviceType indices (c10/core/DeviceType.h)
 _CUDA, _META = 1, 14
@@ -148,12 +149,95 @@ def _unloaded(key: str, path: str, *args, **kwargs) -> types.ModuleType:
     return mod
 
 
+def _host_constants():
+    """A dispatch mode that runs ops asked for on cuda on the CPU instead: Inductor's constant folding evaluates
+    constant subgraphs (a ``torch.full`` mask, an empty KV cache) for real."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def host(x):
+        if isinstance(x, torch.device) and x.type == "cuda":
+            return torch.device("cpu")
+        return "cpu" if isinstance(x, str) and x.startswith("cuda") else x
+
+    class HostConstants(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            args, kwargs = torch.utils._pytree.tree_map(host, (args, kwargs or {}))
+            return func(*args, **kwargs)
+
+    return HostConstants()
+
+
+def _folded_on_host(run: Callable) -> Callable:
+    def folded(self, *args, **kwargs):
+        with _host_constants():
+            return run(self, *args, **kwargs)
+
+    return folded
+
+
+def _fused_attention(spec: GpuSpec):
+    """A function mode that sends ``F.scaled_dot_product_attention`` to the fused kernel torch picks on ``spec``
+    (``lower.attention_backend``; memory-efficient where that is flash and a mask is given or the dtype is not
+    bf16/fp16). A CPU-only build has no cuda backend chooser, so SDPA on fake cuda tensors would trace as its math
+    path (bmm, softmax, bmm). Flash and cuDNN take grouped-query KV heads as they are; memory-efficient attention does
+    not, so a grouped-query call that would go there keeps torch's own (math) path, as on the GPU."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    aten = torch.ops.aten
+
+    def backend(q, k, attn_mask=None, enable_gqa=False, **_) -> str | None:
+        half = q.dtype in (torch.bfloat16, torch.float16)
+        name = attention_backend(spec.name, "bf16" if half else "fp32")
+        if name == "flash" and (attn_mask is not None or not half):
+            name = "efficient"
+        grouped = enable_gqa and q.shape[-3] != k.shape[-3]
+        return None if name == "efficient" and grouped else name
+
+    def fused(name, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if name == "flash":
+            return aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, False, scale=scale)[0]
+        if name == "cudnn":
+            return aten._scaled_dot_product_cudnn_attention(
+                q, k, v, attn_mask, False, dropout_p, is_causal, False, scale=scale
+            )[0]
+        return aten._scaled_dot_product_efficient_attention(
+            q, k, v, attn_mask, False, dropout_p, is_causal, scale=scale
+        )[0]
+
+    class FusedAttention(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is F.scaled_dot_product_attention:
+                names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+                call = dict(zip(names, args[3:]), **kwargs)
+                name = backend(*args[:2], **call)
+                if name is not None:
+                    return fused(name, *args[:3], **call)
+            return func(*args, **kwargs)
+
+    return FusedAttention()
+
+
+def _with_fused_attention(fn: Callable, spec: GpuSpec) -> Callable:
+    def call(*args, **kwargs):
+        with _fused_attention(spec):
+            return fn(*args, **kwargs)
+
+    return call
+
+
 def _query_patches(props: FakeProps) -> list:
     import torch
     import torch._dynamo.device_interface as di
     import torch._inductor.scheduler as scheduler
-    from torch._inductor.codecache import PyCodeCache
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
     import torch.utils._triton as ut
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.constant_folding import ConstantFolder
+    from torch._inductor.fx_passes import pad_mm
 
     cuda = di.CudaInterface
     get_props = staticmethod(lambda device=None: props)
@@ -171,6 +255,11 @@ def _query_patches(props: FakeProps) -> list:
         mock.patch.object(torch.cuda, "get_device_capability", lambda device=None: (props.major, props.minor)),
         mock.patch.object(ut, "has_triton", lambda: True),
         mock.patch.object(PyCodeCache, "load_by_key_path", staticmethod(_unloaded)),
+        # make_fx computes small constants for real (torch.tensor([], device="cuda") in a KV cache): not on cuda here
+        mock.patch.object(proxy_tensor, "CONSTANT_NUMEL_LIMIT", -1),
+        mock.patch.object(ConstantFolder, "run", _folded_on_host(ConstantFolder.run)),
+        # pad_mm times a misaligned compute-bound matmul padded and not, on the device: here it stays unpadded
+        mock.patch.object(pad_mm, "get_cached_should_pad", lambda key: False),
     ]
     if hasattr(scheduler, "has_triton"):
         patches.append(mock.patch.object(scheduler, "has_triton", lambda *a, **k: True))
@@ -206,7 +295,9 @@ def inductor_code(fn: Callable, args: tuple, kwargs: dict | None = None, *, gpu:
         with FakeTensorMode():
             args, kwargs = torch.utils._pytree.tree_map(_fake, (args, kwargs or {}))
         try:
-            _, codes = compile_code(fn, args, kwargs, options={**OFFLINE_OPTIONS, **(options or {})})
+            _, codes = compile_code(
+                _with_fused_attention(fn, spec), args, kwargs, options={**OFFLINE_OPTIONS, **(options or {})}
+            )
         except Exception as exc:  # noqa: BLE001 - re-raised with what failed
             raise CaptureError(_explain(exc)) from exc
     return codes
