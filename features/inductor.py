@@ -57,3 +57,6 @@ def compile_code(
         with inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})):
             compiled, codes = run_and_get_code(compile_fx, gm, tensors)
     return compiled, list(codes)
+
+
+__all__ = ["compile_code", "functional"]

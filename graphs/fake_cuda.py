@@ -220,3 +220,6 @@ def fake_cuda(spec: GpuSpec) -> Iterator[None]:
         for patch in _query_patches(props):
             stack.enter_context(patch)
         yield
+
+
+__all__ = ["FakeProps", "device_props", "fake_cuda"]

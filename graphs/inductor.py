@@ -9,6 +9,7 @@ such as ``max_autotune`` that time candidates cannot work here).
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
 from collections.abc import Callable
 
@@ -75,13 +76,18 @@ def _with_fused_attention(fn: Callable, spec: GpuSpec) -> Callable:
     return call
 
 
-def inductor_code(fn: Callable, args: tuple, kwargs: dict | None = None, *, gpu: str, options: dict | None = None):
+def inductor_code(
+    fn: Callable, args: tuple, kwargs: dict | None = None, *, gpu: str, options: dict | None = None
+) -> list[str]:
     """Inductor's output code for ``fn(*args, **kwargs)`` compiled for ``gpu`` (a name the spec database knows),
-    from meta or fake tensors (or a module built on the meta device) on a CPU-only host."""
+    from meta or fake tensors (or a module built on the meta device) on a CPU-only host. The call's own objects are
+    left as they were: a Hugging Face KV cache is copied before its tensors are made fake."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     spec = get_gpu(gpu)
+    if importlib.util.find_spec("triton") is None:
+        raise ImportError("Inductor's code for a cuda device needs triton here: pip install 'kernelcast[graphs]'")
     fn, args = functional(fn, args)
     with fake_cuda(spec):
         with FakeTensorMode():
@@ -133,3 +139,6 @@ def _explain(exc: Exception, spec: GpuSpec) -> str:
         f"{type(exc).__name__}: {str(exc)[:300]} (data-dependent ops such as nonzero or .item() cannot be compiled "
         "without running them)"
     )
+
+
+__all__ = ["OFFLINE_OPTIONS", "inductor_code"]

@@ -69,6 +69,10 @@ def test_patches_are_undone_even_on_error():
         raise RuntimeError("boom")
     assert not torch.cuda.is_available()
     assert driver._active is active
+    from torch._dynamo.device_interface import CudaInterface
+    from torch.utils._triton import has_triton
+
+    assert not CudaInterface.is_available() and not has_triton()
     with pytest.raises(AssertionError, match="not compiled with CUDA"):
         torch.cuda.get_device_capability()
     from torch._subclasses.fake_tensor import FakeTensorMode
