@@ -1,0 +1,62 @@
+"""Inductor's output code for one call: the call traced with make_fx on its own tensors, compiled with compile_fx,
+and the generated Python (Triton kernels plus the wrapper that launches them and the extern kernels) kept.
+
+Shared by the GPU collector (real cuda tensors) and CPU serving (fake cuda tensors, see ``graphs/inductor.py``), so
+it uses only APIs present in torch 2.11 through 2.13: make_fx, compile_fx, run_and_get_code and config.patch.
+torch is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def functional(fn: Callable, args: tuple) -> tuple[Callable, tuple]:
+    """``fn`` and ``args`` unchanged, or for an ``nn.Module`` a function of (its parameters and buffers, *args) that
+    calls it through ``torch.func.functional_call``, so the weights are graph inputs and not constants."""
+    import torch
+
+    if not isinstance(fn, torch.nn.Module):
+        return fn, tuple(args)
+    module = fn
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+
+    def call(weights: dict, *a, **kw):
+        return torch.func.functional_call(module, weights, a, kw)
+
+    return call, (state, *args)
+
+
+def compile_code(
+    fn: Callable, args: tuple, kwargs: dict | None = None, *, options: dict | None = None
+) -> tuple[Callable, list[str]]:
+    """(the compiled callable, Inductor's output code strings) for ``fn(*args, **kwargs)``; the compiled callable
+    takes the call's tensors flattened in pytree order."""
+    import torch
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.utils import _pytree as pytree
+
+    fn, args = functional(fn, args)
+    leaves, spec = pytree.tree_flatten((args, kwargs or {}))
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    tensors = [leaves[i] for i in where]
+
+    def flat(*ts: Any):
+        full = list(leaves)
+        for i, t in zip(where, ts):
+            full[i] = t
+        a, kw = pytree.tree_unflatten(full, spec)
+        return fn(*a, **kw)
+
+    with torch.no_grad():
+        gm = make_fx(flat, tracing_mode="fake")(*tensors)
+        with inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})):
+            compiled, codes = run_and_get_code(compile_fx, gm, tensors)
+    return compiled, list(codes)
+
+
+__all__ = ["compile_code", "functional"]
