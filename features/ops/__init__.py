@@ -84,7 +84,7 @@ def unregister(name: str) -> None:
 
 
 #: the built-in families, in the order users read them; families registered later follow in registration order
-BUILTIN = ("gemm", "attention", "moe", "collective", "elementwise", "reduction", "copy")
+BUILTIN = ("gemm", "attention", "moe", "collective", "elementwise", "reduction", "copy", "fused")
 
 
 def op_names() -> tuple[str, ...]:
