@@ -41,6 +41,7 @@ class Node:
     elem_bytes: int = 0  # loads and stores: the element size of the pointer
     broadcast: bool = False  # a load indexed by fewer index variables than the kernel's stores
     index_ops: int = 0  # // and % in a load's or store's index expression
+    strided: bool = False  # a load or store whose index has no unit-stride term in the fastest-moving variable
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class TritonKernel:
     write_bytes: int
     dtype: str  # the element type of its largest argument: bf16, fp16 or fp32
     looped: bool  # its reduction runs in a loop of R-blocks (not persistent)
+    hint: str  # Inductor's reduction hint (INNER, OUTER, OUTER_TINY, DEFAULT), "none" for pointwise kernels
     nodes: tuple[Node, ...] = field(repr=False)
     edges: tuple[tuple[int, int], ...] = field(repr=False)
     source: str = field(repr=False, default="")
@@ -169,6 +171,20 @@ def _index_vars(expr: str) -> set[str]:
     return set(re.findall(r"\b(x\d+|r\d+_\d+|y\d+)\b", expr))
 
 
+def _fast(expr: str) -> bool:
+    """An index variable that moves fastest across a block's lanes: xindex / r0_index itself or modulo a size."""
+    return re.fullmatch(r"\(?\s*(xindex|r0_index|yindex)(\s*%\s*\d+)?\s*\)?", expr.strip()) is not None
+
+
+def _strided(index: str, fast: set[str]) -> bool:
+    """No term of ``index`` is a fast variable with stride 1 (while some variable is used): an uncoalesced access."""
+    used = _index_vars(index)
+    if not used:
+        return False
+    terms = re.split(r"\s\+\s", index.strip().strip("()"))
+    return not any(t.strip("() ") in fast for t in terms)
+
+
 def parse_kernel(name: str, source: str) -> TritonKernel:
     """A Triton kernel's facts and op graph from its source (as ``kernel_sources`` returns it)."""
     deco = re.search(r"@triton_heuristics\.(\w+)\(", source)
@@ -183,6 +199,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
     xnumel, rnumel = numel.get("x", 1) * numel.get("y", 1), numel.get("r0_", 1)
     # index variables: x0 = xindex % 128 -> its // and % count
     index_defs: dict[str, int] = {}
+    fast: set[str] = set()
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
     where: dict[str, int] = {}
@@ -202,10 +219,11 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         if text.startswith("tl.store("):
             args = _call_args(text, text.index("("))
             ptr = args.split(" + ")[0].strip()
-            idx_vars = _index_vars(args)
+            index = args.split(",")[0].split(" + ", 1)[-1]
+            idx_vars = _index_vars(index)
             store_vars |= idx_vars
-            ops = args.count("//") + args.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
-            nodes.append(Node("store", in_loop, _ptr_bytes(signature, ptr), False, ops))
+            ops = index.count("//") + index.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
+            nodes.append(Node("store", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast)))
             for dep in _TMP.findall(args):
                 if dep in where:
                     edges.append((where[dep], len(nodes) - 1))
@@ -215,6 +233,8 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         target, expr = m[1], m[2]
         if re.fullmatch(r"x\d+|r\d+_\d+|y\d+", target):
             index_defs[target] = expr.count("//") + expr.count("%")
+            if _fast(expr):
+                fast.add(target)
             continue
         if not _TMP.fullmatch(target):
             continue
@@ -222,9 +242,10 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         if cls == "load":
             args = _call_args(expr, expr.index("tl.load(") + len("tl.load"))
             ptr = args.split(" + ")[0].split(",")[0].strip()
-            idx_vars = _index_vars(args.split(",")[0])
-            ops = args.count("//") + args.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
-            nodes.append(Node("load", in_loop, _ptr_bytes(signature, ptr), False, ops))
+            index = args.split(",")[0].split(" + ", 1)[-1] if " + " in args.split(",")[0] else ""
+            idx_vars = _index_vars(index)
+            ops = index.count("//") + index.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
+            nodes.append(Node("load", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast)))
             pending_loads.append((len(nodes) - 1, idx_vars))
         else:
             if cls == "other" and not _TMP.search(expr) and _index_vars(expr):
@@ -236,7 +257,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         where[target] = len(nodes) - 1
     for i, idx_vars in pending_loads:  # broadcast: indexed by fewer variables than the stores
         n = nodes[i]
-        nodes[i] = Node(n.cls, n.in_loop, n.elem_bytes, len(idx_vars) < len(store_vars), n.index_ops)
+        nodes[i] = Node(n.cls, n.in_loop, n.elem_bytes, len(idx_vars) < len(store_vars), n.index_ops, n.strided)
     read, write, biggest = _arg_bytes(source, signature)
     return TritonKernel(
         name=name,
@@ -250,6 +271,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         write_bytes=write,
         dtype=biggest,
         looped=kind == "reduction" and any(n.in_loop for n in nodes),
+        hint=hint[1] if (hint := re.search(r"reduction_hint=ReductionHint\.(\w+)", source)) else "none",
         nodes=tuple(nodes),
         edges=tuple(sorted(set(edges))),
         source=source,
@@ -293,9 +315,11 @@ def triton_kernels(code: str) -> dict[str, TritonKernel]:
 
 
 def node_features(node: Node) -> list[float]:
-    """A node as numbers: class one-hot, then in-loop, element bytes / 4, broadcast, log2(1 + index ops)."""
+    """A node as numbers: class one-hot, then in-loop, element bytes / 4, broadcast, strided, log2(1 + index ops)."""
     onehot = [float(node.cls == c) for c in NODE_CLASSES]
-    return [*onehot, float(node.in_loop), node.elem_bytes / 4.0, float(node.broadcast), math.log2(1 + node.index_ops)]
+    tail = [float(node.in_loop), node.elem_bytes / 4.0, float(node.broadcast), float(node.strided)]
+    return [*onehot, *tail, math.log2(1 + node.index_ops)]
 
 
-NODE_FEATURES = len(NODE_CLASSES) + 4
+NODE_FEATURES = len(NODE_CLASSES) + 5
+HINTS = ("none", "INNER", "OUTER", "OUTER_TINY", "DEFAULT")

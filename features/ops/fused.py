@@ -13,7 +13,7 @@ import numpy as np
 
 from kernelcast.features.common import stream_assumptions, stream_features, stream_latency, stream_learned_features
 from kernelcast.features.fields import MAX_ELEMENTS, BoolField, Check, ChoiceField, CustomField, IntField, is_absent
-from kernelcast.features.fused_code import KINDS, TritonKernel
+from kernelcast.features.fused_code import HINTS, KINDS, TritonKernel
 from kernelcast.features.ops import OpSpec, register
 
 COUNTS = {  # description field -> the node classes it counts
@@ -43,7 +43,10 @@ def describe(kernel: TritonKernel, gpu: str) -> dict:
         "write_bytes": max(kernel.write_bytes, 1),
         "looped": kernel.looped,
         **{name: sum(counts[c] for c in classes) for name, classes in COUNTS.items()},
+        "hint": kernel.hint,
         "broadcast_loads": sum(n.cls == "load" and n.broadcast for n in kernel.nodes),
+        "strided_loads": sum(n.cls == "load" and n.strided for n in kernel.nodes),
+        "strided_stores": sum(n.cls == "store" and n.strided for n in kernel.nodes),
         "index_ops": sum(n.index_ops for n in kernel.nodes if n.cls in ("load", "store")),
         "code": kernel.source,
     }
@@ -81,8 +84,9 @@ def fused_features(cols, gpu) -> dict[str, np.ndarray]:
         "persistent": (kind == "persistent_reduction").astype(np.float64),
         "reduction": (kind != "pointwise").astype(np.float64),
     }
-    for name in ("loads", "stores", "reductions", *COUNTS, "broadcast_loads", "index_ops"):
+    for name in ("loads", "stores", "reductions", *COUNTS, "broadcast_loads", "strided_loads", "strided_stores"):
         out[name] = np.asarray(cols[name], dtype=np.float64)
+    out["index_ops"] = np.asarray(cols["index_ops"], dtype=np.float64)
     out["math_per_byte"] = out["math"] * e / nbytes
     return out
 
@@ -113,7 +117,10 @@ SPEC = register(
             "logic": IntField(0, 1 << 16, default=0),
             "casts": IntField(0, 1 << 16, default=0),
             "consts": IntField(0, 1 << 16, default=0),
+            "hint": ChoiceField(HINTS, default="none"),
             "broadcast_loads": IntField(0, 4096, default=0),
+            "strided_loads": IntField(0, 4096, default=0),
+            "strided_stores": IntField(0, 4096, default=0),
             "index_ops": IntField(0, 1 << 16, default=0),
             "code": CustomField(
                 checker=_code_check, text="the kernel's Triton source", default=None, python_type=str, optional=True
@@ -137,7 +144,7 @@ SPEC = register(
             "dtype": "bf16",
             "backend": "inductor",
         },
-        categorical=("backend", "dtype", "source", "kind"),
+        categorical=("backend", "dtype", "source", "kind", "hint"),
         range_columns=("xnumel", "rnumel"),
         size_feature="bytes",
     )
