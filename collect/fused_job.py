@@ -234,10 +234,12 @@ def plan(graphs: tuple[int, int], box: str, layers: int, choices: int) -> list[d
 def main(argv: Sequence[str] | None = None) -> int:
     import multiprocessing as mp
 
+    from kernelcast.collect import fusion_graphs
+
     p = argparse.ArgumentParser(prog="python -m kernelcast.collect.fused_job", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--graphs", default="0:0", help="seed range lo:hi of random graphs")
-    p.add_argument("--box", default="train", choices=("train", "test"))
+    p.add_argument("--box", default="train", choices=tuple(fusion_graphs.BOXES))
     p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
     p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
