@@ -59,8 +59,12 @@ LAYER_POINTS = (
 )
 
 
+#: what names a task (its row adds the measurements to these)
+TASK_FIELDS = ("kind", "seed", "box", "choice", "model", "tp", "phase", "batch", "seq", "context")
+
+
 def task_key(task: dict) -> str:
-    return json.dumps({k: task[k] for k in sorted(task) if k != "options"}, sort_keys=True)
+    return json.dumps({k: task[k] for k in TASK_FIELDS if k in task}, sort_keys=True)
 
 
 def compile_code(fn, tensors: list, options: dict | None = None):

@@ -47,11 +47,12 @@ CHOICE_SEEDS = 40
 
 
 def split_of(row: dict) -> str:
-    """train (random train-box graphs) | test (the test box) | choices (the fusion-choice study) | layers."""
+    """train (random train-box graphs) | aligned (the aligned box, trained on too) | test (the test box) | choices (the
+    fusion-choice study) | layers."""
     if row["kind"] == "layer":
         return "layers"
-    if row["box"] == "test":
-        return "test"
+    if row["box"] in ("test", "aligned"):
+        return row["box"]
     return "choices" if row["seed"] < CHOICE_SEEDS else "train"
 
 
