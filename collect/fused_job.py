@@ -1,6 +1,7 @@
 """Fused kernels on a GPU: Inductor-compiled random fusion graphs and decoder layers, each kernel timed (issue 15).
 
-Worker processes compile (``make_fx`` over fake tensors, then Inductor's ``compile_fx``: all CPU) in parallel; the
+Worker processes compile (``features.inductor.compile_code``: ``make_fx`` over fake tensors, then Inductor's
+``compile_fx``, all CPU, the call CPU serving makes too) in parallel; the
 GPU part of each task — the first call (Inductor's runtime autotuning of reduction configs), the timed compiled calls
 and the timed eager calls of the same function — runs under one cross-process lock, so no two tasks share the GPU
 while one is timed. Timing is the project's CUPTI definition (``layer_job.time_calls``: L2 flushed and the stream
@@ -24,6 +25,8 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from kernelcast.features.inductor import compile_code
 
 REPEATS = 5
 #: Inductor option sets for the fusion-choice study: the same function compiled under each
@@ -65,21 +68,6 @@ TASK_FIELDS = ("kind", "seed", "box", "choice", "model", "tp", "phase", "batch",
 
 def task_key(task: dict) -> str:
     return json.dumps({k: task[k] for k in TASK_FIELDS if k in task}, sort_keys=True)
-
-
-def compile_code(fn, tensors: list, options: dict | None = None):
-    """``fn(*tensors)`` traced over fake tensors and compiled by Inductor: (compiled callable, output code strings)."""
-    import torch
-    import torch._inductor.config as inductor_config
-    from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.utils import run_and_get_code
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    with torch.no_grad():
-        gm = make_fx(fn, tracing_mode="fake")(*tensors)
-        with inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})):
-            compiled, codes = run_and_get_code(compile_fx, gm, list(tensors))
-    return compiled, codes
 
 
 def _build(task: dict, device: str = "cuda"):
@@ -158,7 +146,7 @@ def run_batch(tasks: Sequence[dict], lock) -> list[dict]:
         try:
             fn, tensors, eager, extra = _build(task)
             row.update(extra)
-            compiled, codes = compile_code(fn, tensors, task.get("options"))
+            compiled, codes = compile_code(fn, tuple(tensors), options=task.get("options"))
             row["compile_s"] = time.time() - t0
             row["code"] = "\n\n# ---- next graph ----\n\n".join(codes)
             ready.append((row, compiled, tensors, eager))

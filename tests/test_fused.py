@@ -1,0 +1,117 @@
+"""Fused (Inductor) kernels: random fusion graphs, reading output code, the fused op family, the collector's seams.
+
+Everything here runs on real things: the committed H200 rows (their kernel sources and the layers' whole output code),
+torch on CPU for the graphs and Inductor's CPU compile of the collector's call.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from kernelcast.collect import fused_job, fused_merge, fusion_graphs
+from kernelcast.features import fused_code
+from kernelcast.features.ops.fused import describe
+
+FUSED = "datasets/fused/kernelcast_h200_sxm_20261201_{}.parquet"
+
+
+@pytest.fixture(scope="module")
+def layer_task():
+    tasks = pq.read_table(FUSED.format("layers_tasks")).to_pandas()
+    return tasks[tasks.task == "layer:llama3_8b:tp1:prefill:b1:s512:c0"].iloc[0]
+
+
+def test_graphs_are_deterministic_and_boxes_differ():
+    a, b = fusion_graphs.random_graph(11, "train"), fusion_graphs.random_graph(11, "train")
+    assert a == b
+    assert fusion_graphs.random_graph(11, "test").source != a.source
+    with pytest.raises(ValueError, match="box must be one of"):
+        fusion_graphs.random_graph(1, "wide")
+
+
+def test_graphs_run_on_meta_tensors():
+    for box in fusion_graphs.BOXES:
+        for seed in range(60):
+            g = fusion_graphs.random_graph(seed, box)
+            out = fusion_graphs.compile_source(g.source)(*fusion_graphs.make_inputs(g, "meta"))
+            assert isinstance(out, tuple) and out
+
+
+def test_committed_graph_sources_are_what_the_generator_draws():
+    tasks = pq.read_table(FUSED.format("test_tasks"), columns=["seed", "box", "graph_source"]).to_pandas()
+    for row in tasks.head(50).itertuples():
+        assert fusion_graphs.random_graph(int(row.seed), row.box).source == row.graph_source
+
+
+def test_parse_every_kernel_of_a_compiled_layer(layer_task):
+    kernels = fused_code.triton_kernels(layer_task.code)
+    measured = [k[0] for k in json.loads(layer_task.kernels) if k[0].startswith("triton_")]
+    assert measured and set(measured) <= set(kernels)
+    norm = kernels[measured[0]]
+    assert norm.kind in ("reduction", "persistent_reduction") and norm.reductions >= 1
+    assert norm.xnumel == 512 and norm.rnumel == 4096
+    assert norm.read_bytes >= 512 * 4096 * 2 and norm.write_bytes >= 512 * 4096 * 2
+    assert len(norm.edges) >= len(norm.nodes) - 4  # a connected data-flow graph, loads to stores
+    assert any(n.cls == "store" for n in norm.nodes)
+
+
+def test_warm_bytes_follow_the_wrapper(layer_task):
+    warm = fused_code.warm_bytes(layer_task.code, 50e6)
+    order = [k[0] for k in json.loads(layer_task.kernels) if k[0].startswith("triton_")]
+    assert warm[order[0]] == 0  # the first norm reads the layer input: flushed
+    silu = next(k for k in order if "silu" in k)
+    assert warm[silu] > 0  # reads the gate/up GEMM outputs written just before
+    assert fused_code.warm_bytes(layer_task.code, 0.0)[silu] == 0
+
+
+def test_fused_description_predicts_and_rejects_bad_fields(layer_task):
+    from kernelcast import predict_latency
+
+    kernel = next(iter(fused_code.triton_kernels(layer_task.code).values()))
+    desc = describe(kernel, "H200")
+    pred = predict_latency(desc)
+    assert pred.latency_us > 0 and pred.floor_us > 0
+    with pytest.raises(ValueError, match="kind"):
+        predict_latency({**desc, "kind": "template"})
+
+
+def test_merge_rows_from_a_measured_call(layer_task):
+    raw = {
+        "kind": "layer",
+        "model": "llama3_8b",
+        "tp": 1,
+        "phase": "prefill",
+        "batch": 1,
+        "seq": 512,
+        "context": 0,
+        "code": layer_task.code,
+        "kernels": json.loads(layer_task.kernels),
+        "device_us": [layer_task.device_us] * 5,
+    }
+    rows = fused_merge.kernel_rows(raw, "20261201", "abc")
+    assert rows and {r["op"] for r in rows} == {"fused"}
+    assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
+    assert rows[0]["code"].startswith("@triton_heuristics.")
+    assert fused_merge.split_of(raw) == "layers"
+
+
+def test_task_keys_name_the_task_not_its_measurements():
+    tasks = fused_job.plan((0, 5), "train", 3, 2)
+    assert len({fused_job.task_key(t) for t in tasks}) == len(tasks)
+    row = {**tasks[0], "code": "...", "kernels": [], "device_us": [1.0]}
+    assert fused_job.task_key(row) == fused_job.task_key(tasks[0])
+
+
+def test_collector_compiles_a_graph_as_on_the_gpu():
+    """The collector's compile (make_fx over fake tensors + compile_fx) on this CPU: same outputs as eager."""
+    import torch
+
+    fn, tensors, eager, extra = fused_job._build(dict(kind="graph", seed=3, box="train"), "cpu")
+    compiled, codes = fused_job.compile_code(fn, tuple(tensors))
+    assert codes and extra["source"].startswith("def f(")
+    with torch.no_grad():
+        for got, want in zip(compiled(*tensors), fn(*tensors)):
+            assert torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2)
