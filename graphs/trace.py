@@ -24,6 +24,7 @@ from kernelcast.features.desc import parse_desc
 from kernelcast.features.gpu import get_gpu
 from kernelcast.graphs.capture import OpRecord, _meta
 from kernelcast.graphs.lower import lower
+from kernelcast.graphs.predict import in_sequence
 from kernelcast.predictors.dispatch import predict_many
 
 DEVICE_CATS = ("kernel", "gpu_memset", "gpu_memcpy")
@@ -275,13 +276,18 @@ def analyze(path: str | Path, gpu: str) -> pd.DataFrame:
                     row["note"] = str(exc)
         out.append(row)
     table = pd.DataFrame(out)
-    for c in ("latency_us", "floor_us", "bound", "model"):
+    cols = ("latency_us", "low_us", "high_us", "floor_us", "bound", "model")
+    for c in cols:
         table[c] = np.nan if c.endswith("_us") else None
     if descs:
         pos, recs = zip(*descs)
         preds = predict_many(list(recs))
-        for c in ("latency_us", "floor_us", "bound", "model"):
+        for c in cols:
             table.loc[list(pos), c] = preds[c].to_numpy()
+        mapped = table.loc[list(pos)].copy()
+        mapped["label_us"] = mapped["latency_us"]
+        in_sequence(mapped, gpu)  # a profiled run's kernels ran in sequence, as predict_module composes them
+        table.loc[list(pos), "latency_us"] = mapped["latency_us"].to_numpy()
     table.loc[table["model"].isna(), "model"] = "unmapped"
     table["efficiency"] = table["floor_us"] / table["measured_us"]
     table["left_us"] = table["measured_us"] - table["floor_us"].fillna(0.0)
