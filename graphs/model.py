@@ -114,7 +114,7 @@ def predict_model(
                 int((p.kernels["model"] != "unmapped").sum()),
             )
         )
-    head = _head(m, sharded, gpu_name, batch, seq, cuda_graph)
+    head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp)
     rows.append(
         _part(
             "embedding + norm + LM head",
@@ -143,7 +143,9 @@ def predict_model(
         rows.append(
             _part(f"all_reduce {nbytes:,} B x{tp}", count, ar.latency_us, ar.latency_us, ar.low_us, ar.high_us, 1)
         )
+        rows += _vocab_collectives(cfg, gpu_name, batch, seq, tp)
         notes.append("TP all_reduces not overlapped with compute (eager PyTorch runs them in stream order)")
+        notes.append(f"vocab-parallel embedding and LM head: {-(-cfg['vocab_size'] // tp):,} vocabulary rows per rank")
     parts = pd.DataFrame(rows)
     tot = {c: float((parts[c] * parts["count"]).sum()) for c in ("device_us", "wall_us", "low_us", "high_us")}
     tokens = batch * seq
@@ -176,18 +178,38 @@ def _part(name: str, count: int, device: float, wall: float, low: float, high: f
     }
 
 
-def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool) -> WorkloadPrediction:
-    """Embedding of the step's tokens, the final norm and the LM head on each sequence's last token."""
+def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp: int = 1) -> WorkloadPrediction:
+    """Embedding of the step's tokens, the final norm and the LM head on each sequence's last token. Under ``tp`` the
+    vocabulary is sharded as in Megatron/vLLM (vocab-parallel embedding and LM head: ``ceil(vocab / tp)`` rows per
+    rank); the collectives that join the shards are ``_vocab_collectives``."""
     import torch
+    import torch.nn.functional as F
 
     ids = torch.empty(batch, seq, dtype=torch.long, device="meta")
+    rows = -(-cfg["vocab_size"] // tp)
+    emb = torch.empty(rows, cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
+    lm = torch.empty(rows, cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
 
     def head():
-        h = model.model.embed_tokens(ids)
+        h = F.embedding(ids, emb) if tp > 1 else model.model.embed_tokens(ids)
         h = model.model.norm(h)
-        return model.lm_head(h[:, -1:, :])
+        return F.linear(h[:, -1:, :], lm) if tp > 1 else model.lm_head(h[:, -1:, :])
 
     return predict_module(head, gpu=gpu, cuda_graph=cuda_graph)
+
+
+def _vocab_collectives(cfg: dict, gpu: str, batch: int, seq: int, tp: int) -> list[dict]:
+    """The vocab-parallel head's collectives: an all_reduce of the embedded tokens (each rank holds the rows of its
+    vocabulary shard) and an all_gather of the last tokens' logits."""
+    out = []
+    for name, collective, nbytes in (
+        ("embedding all_reduce", "all_reduce", batch * seq * cfg["hidden_size"] * 2),
+        ("logits all_gather", "all_gather", batch * -(-cfg["vocab_size"] // tp) * tp * 2),
+    ):
+        desc = {"op": "collective", "gpu": gpu, "dtype": "bf16", "backend": "nccl", "collective": collective}
+        p = predict_latency({**desc, "bytes": nbytes, "ranks": tp})
+        out.append(_part(f"{name} {nbytes:,} B x{tp}", 1, p.latency_us, p.latency_us, p.low_us, p.high_us, 1))
+    return out
 
 
 __all__ = ["ModelPrediction", "predict_model"]
