@@ -117,6 +117,10 @@ def test_predict_model_repeats_layers_and_adds_tp_collectives():
     assert layer["count"] == 32 and one.device_us > 32 * layer["device_us"]
     assert two.parts["part"].str.startswith("all_reduce").any()
     assert two.parts.loc[two.parts["part"].str.startswith("all_reduce"), "count"].item() == 64
+    head = {p: d for p, d in zip(one.parts["part"], one.parts["device_us"]) if "LM head" in p}
+    head_tp = {p: d for p, d in zip(two.parts["part"], two.parts["device_us"]) if "LM head" in p}
+    assert head_tp.popitem()[1] < head.popitem()[1]  # vocab-parallel: each rank computes half the logits
+    assert two.parts["part"].str.startswith("logits all_gather").any()
     ds = predict_model("deepseek_v3", gpu="H200", phase="decode", batch=8, context=1024, tp=8)
     assert dict(zip(ds.parts["part"], ds.parts["count"]))["layer (dense)"] == 3
     with pytest.raises(ValueError, match="phase must be one of"):
