@@ -44,6 +44,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     raw, many = read_descs(args.file, args.fields)
     if many:
         raise ValueError(f"kernelcast tune ranks the configs of one description; --file {args.file!r} holds a list")
+    if args.verify:
+        return _tune_verify(raw[0], args)
     ranked = rank_configs(raw[0], top=args.top, predictor=args.predictor)
     rows = ranked.to_dict("records")
     if args.json:
@@ -52,6 +54,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
         cfg = [{**r, "config": ", ".join(f"{k}={v}" for k, v in r["config"].items())} for r in rows]
         print(table(cfg, tuple(ranked.columns)))
         print(f"best {len(rows)} of {ranked.attrs['fit']} configs that fit ({ranked.attrs['candidates']} in the space)")
+    return 0
+
+
+def _tune_verify(desc: dict, args: argparse.Namespace) -> int:
+    from kernelcast.verify import verify_configs
+
+    out = verify_configs(desc, top=args.verify)
+    rows = out.to_dict("records")
+    attrs = {k: v for k, v in out.attrs.items()}
+    if args.json:
+        print(dumps({**attrs, "measured": rows}))
+    else:
+        cfg = [{**r, "config": ", ".join(f"{k}={v}" for k, v in r["config"].items())} for r in rows]
+        print(table(cfg, ("predicted_rank", "config", "latency_us", "measured_us", "status")))
+        print(
+            f"measured best on {attrs['gpu']}: {attrs['best_us']:.2f} us (predicted rank "
+            f"{rows[0]['predicted_rank']}); the predicted top-1 measured {attrs['regret']:.3f}x the best"
+        )
     return 0
 
 
@@ -173,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="a JSON description file, or - for stdin (key=value fields override it)")
     p.add_argument("--top", type=int, default=10, help="how many configs to show (default 10)")
     p.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
+    p.add_argument(
+        "--verify", type=int, metavar="K", help="on a GPU host: measure the top K with the collector, show the best"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_tune)
     p = sub.add_parser("gpus", help="list the GPU spec database, or show one GPU")

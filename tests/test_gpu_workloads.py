@@ -108,3 +108,12 @@ def test_cupti_timer_measures_every_backend():
         assert not {"kc_flush_l2", "kc_mark", "kc_end"} & set(names)  # separators are never counted
     warm = measure_many(descs[:2], cache="warm", repeats=3)
     assert all(r["status"] == "ok" and r["cache"] == "warm" for r in warm)
+
+
+def test_tune_verify_measures_on_the_gpu():
+    from kernelcast.verify import verify_configs
+
+    desc = {"op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "triton", "m": 512, "n": 1024, "k": 768}
+    out = verify_configs(desc, top=3)
+    assert (out["status"] == "ok").any() and out.attrs["regret"] >= 1.0
+    assert out.attrs["best_us"] == out["measured_us"].min()

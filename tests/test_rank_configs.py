@@ -288,3 +288,48 @@ def test_evaluate_split_tune_logs_regret_per_op_and_gpu_to_mlflow(tmp_path, monk
     assert len(runs) == 1 and runs["tags.split"].iloc[0] == "tune"
     top1 = next(r for r in result["table"] if r["method"] == "kernelcast_top1")
     assert runs["metrics.tune.h200_sxm.kernelcast_top1.mean_regret"].iloc[0] == pytest.approx(top1["mean_regret"])
+
+
+def _tune_shape():
+    """One exhaustively measured H200 shape of the tune set: its description and {config json: measured µs}."""
+    t = pd.read_parquet(Path("datasets/gemm/kernelcast_h200_sxm_20261201_tune.parquet"))
+    t = t[(t["status"] == "ok") & t["repeat_of"].isna()]
+    (m, n, k), rows = next(iter(t.groupby(["m", "n", "k"])))
+    first = rows.iloc[0]
+    desc = {"op": "gemm", "gpu": "H200", "dtype": first["dtype"], "backend": "triton", "m": int(m), "n": int(n)}
+    desc.update(k=int(k), layout=first["layout"], batch=int(first["batch"]))
+    return desc, dict(zip(rows["config"], rows["latency_us"]))
+
+
+def test_verify_measures_the_top_k_and_returns_the_measured_best():
+    """The measuring seam replays the committed H200 measurements of every candidate (the collector needs a GPU)."""
+    from kernelcast.verify import verify_configs
+
+    desc, measured = _tune_shape()
+    candidates = [json.loads(c) for c in measured]
+
+    def replay(descs):
+        return [{"status": "ok", "latency_us": measured[json.dumps(d["config"], sort_keys=True)]} for d in descs]
+
+    out = verify_configs(desc, top=5, candidates=candidates, measure=replay)
+    ranked = rank_configs(desc, candidates=candidates, top=5)
+    top5 = [measured[json.dumps(c, sort_keys=True)] for c in ranked["config"]]
+    assert len(out) == 5 and out.attrs["best_us"] == min(top5)
+    assert out["measured_us"].is_monotonic_increasing
+    assert out.attrs["regret"] == pytest.approx(top5[0] / min(top5)) and out.attrs["regret"] >= 1.0
+    with pytest.raises(ValueError, match="top must be a positive integer"):
+        verify_configs(desc, top=0, measure=replay)
+
+
+def test_tune_verify_needs_a_gpu_host(capsys):
+    fields = ["op=gemm", "gpu=H200", "dtype=bf16", "backend=triton", "m=512", "n=512", "k=512"]
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if has_gpu:
+        pytest.skip("a GPU host: tests/test_gpu_workloads.py runs the real verify")
+    assert main(["tune", *fields, "--verify", "3"]) != 0
+    assert "GPU host" in capsys.readouterr().err
