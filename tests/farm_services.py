@@ -1,18 +1,23 @@
 """Real services for the nightly tests: a single-node Slurm (Debian's slurmctld, slurmd, munge, as root, no
-accounting) and an ``mlflow server`` on 127.0.0.1. Each says why when it cannot start (the tests skip with it).
+accounting), a throwaway PostgreSQL cluster (Debian's postgresql) and an ``mlflow server`` on 127.0.0.1 with a sqlite
+or PostgreSQL backend store. Each says why when it cannot start (the tests skip with it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 CONF = Path("/etc/slurm/slurm.conf")
@@ -27,18 +32,22 @@ def _run(cmd: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-def _install() -> None:
-    if shutil.which("sbatch") and shutil.which("slurmd") and shutil.which("munged"):
-        return
+def _apt_install(what: str, packages: list[str], *options: str) -> None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise Unavailable(
-            "Slurm is not installed and this is not a root Debian host (apt-get install slurmctld slurmd)"
+            f"{what} is not installed and this is not a root Debian host (apt-get install {' '.join(packages)})"
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", *PACKAGES]):
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", *options, *packages]):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         if done.returncode != 0:
             raise Unavailable(f"{' '.join(cmd)} failed: {done.stderr.strip()[-300:]}")
+
+
+def _install() -> None:
+    if shutil.which("sbatch") and shutil.which("slurmd") and shutil.which("munged"):
+        return
+    _apt_install("Slurm", list(PACKAGES))
 
 
 def _conf() -> str:
@@ -134,12 +143,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def mlflow_server(folder: Path):
-    """``mlflow server`` on 127.0.0.1 with a sqlite backend store under ``folder``; yields its URL."""
+def mlflow_server(folder: Path, backend: str | None = None):
+    """``mlflow server`` on 127.0.0.1 with the backend store ``backend`` (a database URI; default a sqlite file under
+    ``folder``), artifacts under ``folder``; yields its URL."""
     folder.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
-    cmd = [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}"]
+    cmd = [str(mlflow), "server", "--backend-store-uri", backend or f"sqlite:///{folder / 'mlflow.db'}"]
     cmd += ["--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port)]
     log = open(folder / "mlflow_server.log", "w")
     proc = subprocess.Popen(cmd + ["--workers", "1"], stdout=log, stderr=log, start_new_session=True)
@@ -160,10 +170,106 @@ def mlflow_server(folder: Path):
             time.sleep(0.3)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # a server that never came up is gone already
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=3)
         except subprocess.TimeoutExpired:  # gunicorn's graceful stop waits on idle workers
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
         log.close()
+
+
+PG_PACKAGES = ("postgresql",)
+
+
+def _pg_bindir() -> Path | None:
+    """The newest Debian PostgreSQL server's bin folder (/usr/lib/postgresql/<major>/bin), else initdb's on PATH."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).resolve().parent if initdb else None
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running throwaway cluster: ``uri`` is the SQLAlchemy URI of its database (password auth over TCP)."""
+
+    bindir: Path
+    port: int
+    user: str
+    password: str
+    database: str
+
+    @property
+    def uri(self) -> str:
+        return f"postgresql://{self.user}:{self.password}@127.0.0.1:{self.port}/{self.database}"
+
+    def query(self, sql: str) -> list[list[str]]:
+        """Rows of ``sql`` as psql prints them (tab-separated text), through a TCP connection of its own."""
+        cmd = [str(self.bindir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user]
+        cmd += ["-d", self.database, "-X", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "PGPASSWORD": self.password}
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"psql failed on {sql!r}: {done.stderr.strip()}")
+        return [line.split("\t") for line in done.stdout.splitlines() if line]
+
+
+@contextlib.contextmanager
+def postgres(database: str = "mlflow"):
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (a free port; Debian's postgresql, installed with apt when absent
+    and root) in a temp folder, the server run in the foreground as the ``postgres`` user under root, with
+    ``database`` created; stopped and removed after."""
+    if importlib.util.find_spec("psycopg") is None:
+        raise Unavailable("psycopg is not installed: SQLAlchemy's postgresql:// driver (pip install 'kernelcast[dev]')")
+    if _pg_bindir() is None:
+        _apt_install("PostgreSQL", list(PG_PACKAGES), "--no-install-recommends")
+    bindir = _pg_bindir()
+    if bindir is None:
+        raise Unavailable("PostgreSQL's initdb is not found after installing postgresql")
+    folder = Path(tempfile.mkdtemp(prefix="kc-pg-"))  # under /tmp: pytest's folders are root's, mode 0700
+    # initdb and postgres refuse to run as root: as root they run as the postgres user (Debian's package makes it)
+    owner = {"user": "postgres", "group": "postgres"} if os.geteuid() == 0 else {}
+    if owner:
+        shutil.chown(folder, "postgres", "postgres")
+    password, user, port = secrets.token_hex(12), "kernelcast", _free_port()
+    (folder / "pw").write_text(password + "\n")
+    env = {**os.environ, "PGPASSWORD": password}
+    data, log = folder / "data", open(folder / "postgres.log", "w")
+    server = None
+    try:
+        cmd = [str(bindir / "initdb"), "-D", str(data), "-U", user, f"--pwfile={folder / 'pw'}", "-E", "UTF8"]
+        cmd += ["--no-locale", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync"]
+        init = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=folder, **owner)
+        if init.returncode != 0:
+            raise Unavailable(f"initdb failed: {(init.stderr or init.stdout).strip()[-400:]}")
+        # TCP on 127.0.0.1 only, the socket in the cluster's folder (not /run/postgresql); no fsync: it is thrown away
+        cmd = [str(bindir / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", str(folder)]
+        cmd += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        server = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=folder, start_new_session=True, **owner)
+        ready = [str(bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port), "-U", user]
+        deadline = time.monotonic() + 60
+        while _run(ready, timeout=20).returncode != 0:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise Unavailable(
+                    f"PostgreSQL did not start on 127.0.0.1:{port}: {(folder / 'postgres.log').read_text()[-400:]}"
+                )
+            time.sleep(0.1)
+        cmd = [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", user, database]
+        created = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        if created.returncode != 0:
+            raise Unavailable(f"createdb {database} failed: {created.stderr.strip()[-300:]}")
+        yield Postgres(bindir, port, user, password, database)
+    finally:
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGINT)  # fast shutdown: clients disconnected, no wait for them
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=30)
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
