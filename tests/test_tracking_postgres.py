@@ -67,3 +67,16 @@ def test_train_registers_and_moves_champion_only_on_improvement_in_postgres(pg_s
             f"select value from latest_metrics where run_uuid = '{trained['run_id']}' and key = 'random.learned.mape'"
         )
         assert float(value) == pytest.approx(metrics["random.learned.mape"])
+
+
+def test_a_database_uri_without_a_server_keeps_artifacts_in_the_repo(pg_server, monkeypatch):
+    """``MLFLOW_TRACKING_URI=postgresql://…`` straight at the database: new experiments put their artifacts under
+    <repo>/mlruns/artifacts, not in ./mlruns of whatever folder the command ran in."""
+    from mlflow import MlflowClient
+
+    from kernelcast.training import tracking
+
+    pg, _ = pg_server
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", pg.uri)
+    exp = MlflowClient(pg.uri).get_experiment(tracking.experiment_id("elementwise"))
+    assert exp.artifact_location == (tracking.REPO / "mlruns" / "artifacts" / exp.name).as_uri()

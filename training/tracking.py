@@ -25,6 +25,19 @@ def artifact_root(uri: str) -> Path | None:
     return None
 
 
+#: tracking URIs that are a database MLflow opens itself (no server): their artifacts need a place we name
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
+
+
+def artifact_location_root(uri: str) -> Path | None:
+    """Where new experiments keep artifacts: beside a sqlite store; ``<repo>/mlruns/artifacts`` for a database URI
+    used without a server (else MLflow writes ``./mlruns`` under whatever folder the command runs in); None for a
+    server (it chooses)."""
+    if uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
+        return REPO / "mlruns" / "artifacts"
+    return artifact_root(uri)
+
+
 @contextlib.contextmanager
 def store_lock(uri: str):
     """An exclusive lock beside a sqlite store (none for servers): two processes creating or migrating one
@@ -65,7 +78,7 @@ def experiment_id(op: str) -> str:
         exp = client.get_experiment_by_name(experiment_name(op))
         if exp is not None:
             return exp.experiment_id
-        root = artifact_root(tracking_uri())
+        root = artifact_location_root(tracking_uri())
         location = (root / experiment_name(op)).as_uri() if root is not None else None
         return client.create_experiment(experiment_name(op), artifact_location=location)
 
