@@ -23,7 +23,7 @@ SOURCES = ("kernelcast", "aiconfigurator")
 #: our own measurements: training keeps every one of their rows (``subsample``)
 OWN_SOURCE = "kernelcast"
 #: columns kept beside the description fields (``role``: the card's role of the row's file)
-KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role")
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role", "task")  # task: fused calls
 #: the dataset card's machine-readable file list (datasets/README.md names it)
 CARD_FILES = "files.toml"
 #: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on
