@@ -80,6 +80,7 @@ class GnnRegressor:
         torch.set_num_threads(c.threads)
         torch.manual_seed(c.seed)
         graphs, g = self._inputs(frame, features)
+        self.parse_seconds_ = round(time.time() - start, 1)
         y = np.log(np.asarray(latency_us, dtype=np.float64) / features["scale_us"].to_numpy(dtype=np.float64))
         val = bucket(task_hashes(tasks), VALIDATION_SALT) < c.validation_percent
         if val.all() or not val.any():
@@ -112,7 +113,10 @@ class GnnRegressor:
             sched.step(score)
             history.append({"epoch": epoch, "train_loss": total / len(fit_idx), "val_median_ape": score})
             if log is not None:
-                log(f"epoch {epoch}: train loss {total / len(fit_idx):.4f}, val median APE {100 * score:.2f}%")
+                log(
+                    f"epoch {epoch} ({time.time() - start:.0f}s): train loss {total / len(fit_idx):.4f}, "
+                    f"val median APE {100 * score:.2f}%"
+                )
             if score < best:
                 best, best_epoch = score, epoch
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -185,7 +189,7 @@ def build_manifest(
         "serve_kinds": sorted(serve_kinds),
         "interval": model.interval_,
         "validation": model.validation_,
-        "training": {"seconds": model.fit_seconds_, "epochs": model.epochs_, "best_epoch": model.best_epoch_},
+        "training": {"seconds": model.fit_seconds_, "parse_seconds": model.parse_seconds_, "threads": cfg.threads, "epochs": model.epochs_, "best_epoch": model.best_epoch_},
         "metrics": dict(metrics),
         "versions": {
             "torch": torch.__version__,
