@@ -62,6 +62,10 @@ def ape_stats(measured: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     return {"n": int(len(ape)), "median_ape": float(np.median(ape)), "p90_ape": float(np.quantile(ape, 0.9))}
 
 
+def _pct(stats: dict) -> str:
+    return f"{100 * stats['median_ape']:.1f} / {100 * stats['p90_ape']:.1f}"
+
+
 def serving_times(frame: pd.DataFrame, repeats: int = 200) -> dict[str, float]:
     """µs per call: one kernel (a different source each call, and the same source again), 100 kernels in one call."""
     torch.set_num_threads(1)
@@ -108,9 +112,12 @@ def main(argv=None) -> dict:
             mask = np.ones(len(y), bool) if group == "all" else kinds == group
             per[group] = {m: ape_stats(y[mask], pred[m][mask]) for m in MODELS}
             lines.append(
-                {"file": name, "kind": group, "n": int(mask.sum()),
-                 **{f"{m} median/p90 %": f"{100 * per[group][m]['median_ape']:.1f} / {100 * per[group][m]['p90_ape']:.1f}"
-                    for m in MODELS}}  # fmt: skip
+                {
+                    "file": name,
+                    "kind": group,
+                    "n": int(mask.sum()),
+                    **{f"{m} median/p90 %": _pct(per[group][m]) for m in MODELS},
+                }
             )
         results["files"][name] = per
     results["gnn_training"] = gnn_manifest["training"]

@@ -200,7 +200,9 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
-    assumptions = "; ".join([source.assumptions(d.op), *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))])
+    assumptions = "; ".join(
+        [source.assumptions(d.op), *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))]
+    )
     if tuned is not row:
         assumptions += (
             f"; no config given: predicted at the top-ranked config {tuned['config'][0]} of the "

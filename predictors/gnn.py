@@ -30,8 +30,23 @@ from kernelcast.predictors.learned import MODEL_DIR, ModelFileError, feature_mat
 GNN_FORMAT = 1
 WEIGHTS = ".gnn.pt"
 MANIFEST = ".gnn.json"
-REQUIRED_KEYS = ("format", "op", "feature_version", "graph_features", "node_features", "node_classes", "net",
-                 "target", "data_fingerprint", "n_train", "covered", "ranges", "serve_kinds", "interval", "files")  # fmt: skip
+REQUIRED_KEYS = (
+    "format",
+    "op",
+    "feature_version",
+    "graph_features",
+    "node_features",
+    "node_classes",
+    "net",
+    "target",
+    "data_fingerprint",
+    "n_train",
+    "covered",
+    "ranges",
+    "serve_kinds",
+    "interval",
+    "files",
+)
 _NAME = re.compile(r"^def (\w+)\(", re.M)
 
 
@@ -67,9 +82,12 @@ def graph_inputs(matrix: np.ndarray) -> np.ndarray:
     return (np.sign(m) * np.log1p(np.abs(m))).astype(np.float32)
 
 
-def build_net(node_dim: int, graph_dim: int, width: int = 96, layers: int = 3, conv: str = "sage"):
+def build_net(
+    node_dim: int, graph_dim: int, width: int = 96, layers: int = 3, conv: str = "sage", inject: bool = False
+):
     """The network: node encoder, ``layers`` residual message-passing blocks (GraphSAGE or GIN), sum + mean
-    pooling concatenated with the encoded graph-level features, an MLP head giving log(latency / scale)."""
+    pooling concatenated with the encoded graph-level features, an MLP head giving log(latency / scale).
+    ``inject``: the encoded graph-level features are also added to every node's input (sizes known to each node)."""
     import torch
     from torch import nn
     from torch_geometric.nn import GINConv, SAGEConv, global_add_pool, global_mean_pool
@@ -98,10 +116,12 @@ def build_net(node_dim: int, graph_dim: int, width: int = 96, layers: int = 3, c
             n = g.shape[0]
             count = torch.bincount(batch, minlength=n).clamp(min=1).to(x.dtype)
             h = self.node_in(torch.cat([x, torch.log2(count)[batch, None] / 8], dim=1))
+            z = self.graph_in((g - self.g_mean) / self.g_std)
+            if inject:
+                h = h + z[batch]
             for conv_, norm in zip(self.convs, self.norms):
                 h = h + torch.relu(norm(conv_(h, edge_index)))
             pooled = torch.cat([global_add_pool(h, batch, n) / 16, global_mean_pool(h, batch, n)], dim=1)
-            z = self.graph_in((g - self.g_mean) / self.g_std)
             return self.head(torch.cat([pooled, z], dim=1)).squeeze(-1)
 
     return FusedGNN()
@@ -123,7 +143,9 @@ def check_manifest(manifest: Any, op: str, path: Path | str) -> None:
         raise ModelFileError(f"{path}: a GNN manifest must be a JSON object; got {type(manifest).__name__}")
     missing = [k for k in REQUIRED_KEYS if k not in manifest]
     if missing:
-        raise ModelFileError(f"{path}: GNN manifest lacks {', '.join(missing)} — retrain with `kernelcast train --op {op}`")
+        raise ModelFileError(
+            f"{path}: GNN manifest lacks {', '.join(missing)} — retrain with `kernelcast train --op {op}`"
+        )
     problems = []
     if manifest["format"] != GNN_FORMAT:
         problems.append(f"format {manifest['format']!r}, this code reads {GNN_FORMAT}")
@@ -229,7 +251,9 @@ def _read_net(folder: Path, op: str, manifest: Mapping[str, Any]):
     path = Path(folder) / f"{op}{WEIGHTS}"
     want = manifest["files"].get(path.name) if isinstance(manifest["files"], Mapping) else None
     if not path.exists():
-        raise ModelFileError(f"{path}: missing (its manifest {op}{MANIFEST} lists it) — retrain with `kernelcast train`")
+        raise ModelFileError(
+            f"{path}: missing (its manifest {op}{MANIFEST} lists it) — retrain with `kernelcast train`"
+        )
     if want is None or file_sha256(path) != want:
         raise ModelFileError(f"{path}: sha256 does not match its manifest {op}{MANIFEST} (a stale or altered file)")
     net = build_net(NODE_FEATURES, len(manifest["graph_features"]), **manifest["net"])

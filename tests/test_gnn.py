@@ -36,8 +36,9 @@ def fitted(rows):
 @pytest.fixture()
 def shipped(fitted, rows, tmp_path):
     model, _ = fitted
-    manifest = build_manifest(model, rows, "0123456789abcdef", {}, ["pointwise", "reduction", "persistent_reduction"],
-                              "test")  # fmt: skip
+    manifest = build_manifest(
+        model, rows, "0123456789abcdef", {}, ["pointwise", "reduction", "persistent_reduction"], "test"
+    )
     export_gnn(model, manifest, tmp_path)
     return tmp_path
 
@@ -112,8 +113,9 @@ def test_a_graph_larger_than_any_trained_is_out_of_distribution(one_kernel):
     body_end = code.index("\n\n\ndef get_args") if "\n\n\ndef get_args" in code else len(code)
     store = next(line for line in code[:body_end].splitlines() if line.strip().startswith("tl.store("))
     indent = store[: len(store) - len(store.lstrip())]
-    extra = "".join(f"\n{indent}tmp9{i:04d} = tmp9{i - 1:04d} + 1.0" if i else f"\n{indent}tmp90000 = 1.0"
-                    for i in range(hi + 1))  # fmt: skip
+    extra = "".join(
+        f"\n{indent}tmp9{i:04d} = tmp9{i - 1:04d} + 1.0" if i else f"\n{indent}tmp90000 = 1.0" for i in range(hi + 1)
+    )
     grown = code.replace(store, store + extra, 1)
     p = predict_latency({**desc, "code": grown})
     assert p.model == model.name and not p.in_distribution

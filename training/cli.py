@@ -46,9 +46,7 @@ def add_parsers(subparsers) -> None:
                 default=None,
                 help="where a new champion's files are written (default: predictors/models, the shipped models)",
             )
-            p.add_argument(
-                "--no-gnn", action="store_true", help="ops with a graph model (fused): train only XGBoost"
-            )
+            p.add_argument("--no-gnn", action="store_true", help="ops with a graph model (fused): train only XGBoost")
             p.add_argument(
                 "--force-promote",
                 action="store_true",
@@ -132,11 +130,12 @@ def _print_gnn(op: str, g: dict) -> None:
     print(
         f"\n{op} GNN: trained on {g['n_train']:,} rows in {g['fit_seconds']}s ({g['epochs']} epochs, best "
         f"{g['best_epoch']}); early-stopping median APE {100 * g['validation']['median_ape']:.1f}%; serves "
-        f"{', '.join(g['serve_kinds']) or 'no kind'}; champion: {g['champion']}; exported: {', '.join(g['exported']) or 'no'}"
+        f"{', '.join(g['serve_kinds']) or 'no kind'}; champion: {g['champion']}; "
+        f"exported: {', '.join(g['exported']) or 'no'}"
     )
     rows = [{k: (100 * v if k in ("median_ape", "p90_ape", "mape") else v) for k, v in r.items()} for r in g["by_kind"]]
-    _print_table(rows, ["kind", "model", "n", "median_ape", "p90_ape", "mape"],
-                 {"median_ape": "median APE %", "p90_ape": "p90 APE %", "mape": "MAPE %"})  # fmt: skip
+    headers = {"median_ape": "median APE %", "p90_ape": "p90 APE %", "mape": "MAPE %"}
+    _print_table(rows, ["kind", "model", "n", "median_ape", "p90_ape", "mape"], headers)
 
 
 #: train/evaluate summary columns, in percent, with the README's names

@@ -89,8 +89,13 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
     with tempfile.TemporaryDirectory() as tmp:
         export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp))  # the registered model serves the whole dispatch
         export_gnn(model, manifest, Path(tmp))
-        requirements = tuple(f"{p}=={v}" for p, v in (("torch", manifest["versions"]["torch"].split("+")[0]),
-                                                       ("torch-geometric", manifest["versions"]["torch_geometric"])))  # fmt: skip
+        requirements = tuple(
+            f"{p}=={v}"
+            for p, v in (
+                ("torch", manifest["versions"]["torch"].split("+")[0]),
+                ("torch-geometric", manifest["versions"]["torch_geometric"]),
+            )
+        )
         run_id, version = tracking.log_run(
             cfg.op,
             run_name(cfg.op, "train-gnn", "random", train_frame, fingerprint),
@@ -113,7 +118,12 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
         tracking.promote(cfg.op, version, registered_name(cfg.op))
     if cfg.force_promote and not better:
         tracking.tag_run(run_id, "promotion", "forced")
-    return {"run_id": run_id, "model_version": version, "champion": better or cfg.force_promote, "champion_before_mape": old}
+    return {
+        "run_id": run_id,
+        "model_version": version,
+        "champion": better or cfg.force_promote,
+        "champion_before_mape": old,
+    }
 
 
 def _flat(by_kind: pd.DataFrame) -> dict[str, float]:
@@ -171,8 +181,19 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
     if cfg.log_mlflow:
         old = _champion_mape(cfg.op, test_frame, test_features)
         result.update(
-            _log(cfg, model, manifest, (xgb_model, xgb_manifest), train_frame, fingerprint, rows, table, by_kind,
-                 metrics, old)  # fmt: skip
+            _log(
+                cfg,
+                model,
+                manifest,
+                (xgb_model, xgb_manifest),
+                train_frame,
+                fingerprint,
+                rows,
+                table,
+                by_kind,
+                metrics,
+                old,
+            )
         )
     if result["champion"] or not cfg.log_mlflow:
         result["exported"] = [str(p) for p in export_gnn(model, manifest, cfg.model_dir)]

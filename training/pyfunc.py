@@ -111,7 +111,11 @@ def log_model(
         input_example=input_example(op, manifest),
         registered_model_name=registered_name,
         # what the environment needs; given, so MLflow does not load the model in a subprocess to guess it
-        pip_requirements=[f"kernelcast=={version('kernelcast')}", f"xgboost-cpu=={version('xgboost-cpu')}", *requirements],
+        pip_requirements=[
+            f"kernelcast=={version('kernelcast')}",
+            f"xgboost-cpu=={version('xgboost-cpu')}",
+            *requirements,
+        ],
         metadata=tags(manifest),
     )
     number = str(info.registered_model_version)
