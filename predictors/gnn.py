@@ -128,13 +128,67 @@ def build_net(
 
 
 def forward(net, graphs: list[tuple[np.ndarray, np.ndarray]], g: np.ndarray) -> np.ndarray:
-    """log(latency / scale) for graphs and their graph-level inputs (``graph_inputs`` rows), on CPU."""
+    """log(latency / scale) for graphs and their graph-level inputs (``graph_inputs`` rows), on CPU: the torch
+    network, or its weights as a ``NumpySage`` (the same GraphSAGE network in numpy, ~20x faster for one kernel)."""
+    x, edges, batch = collate(graphs)
+    if isinstance(net, NumpySage):
+        return net(x, edges, batch, np.asarray(g, dtype=np.float32))
     import torch
 
-    x, edges, batch = collate(graphs)
     with torch.inference_mode():
         out = net(torch.from_numpy(x), torch.from_numpy(edges), torch.from_numpy(batch), torch.from_numpy(g))
     return out.numpy().astype(np.float64)
+
+
+def _relu(a: np.ndarray) -> np.ndarray:
+    return np.maximum(a, 0.0, out=a)
+
+
+@dataclass
+class NumpySage:
+    """``build_net(conv="sage")`` evaluated in numpy from its state dict: what serving runs (no torch per call;
+    tests/test_gnn.py checks it against the torch network)."""
+
+    w: dict[str, np.ndarray]  # the state dict as float32 arrays
+    layers: int
+    inject: bool
+
+    def _lin(self, name: str, a: np.ndarray, bias: bool = True) -> np.ndarray:
+        out = a @ self.w[f"{name}.weight"].T
+        return out + self.w[f"{name}.bias"] if bias else out
+
+    def _mlp(self, name: str, a: np.ndarray, depth: int) -> np.ndarray:
+        for i in range(depth):
+            a = self._lin(f"{name}.{2 * i}", a)
+            a = _relu(a) if i < depth - 1 else a
+        return a
+
+    def _norm(self, name: str, a: np.ndarray) -> np.ndarray:
+        mean = a.mean(axis=1, keepdims=True)
+        var = ((a - mean) ** 2).mean(axis=1, keepdims=True)
+        return (a - mean) / np.sqrt(var + 1e-5) * self.w[f"{name}.weight"] + self.w[f"{name}.bias"]
+
+    def __call__(self, x, edges, batch, g) -> np.ndarray:
+        n, nodes = len(g), len(x)
+        count = np.maximum(np.bincount(batch, minlength=n), 1).astype(np.float32)
+        h = _relu(self._lin("node_in.0", np.concatenate([x, (np.log2(count) / 8)[batch, None]], axis=1)))
+        z = self._mlp("graph_in", (g - self.w["g_mean"]) / self.w["g_std"], 2)
+        if self.inject:
+            h = h + z[batch]
+        src, dst = edges
+        order = np.argsort(dst, kind="stable")
+        src, dst = src[order], dst[order]
+        targets, starts, deg = np.unique(dst, return_index=True, return_counts=True)
+        for i in range(self.layers):
+            agg = np.zeros_like(h)
+            if len(src):
+                agg[targets] = np.add.reduceat(h[src], starts, axis=0) / deg[:, None]
+            out = self._lin(f"convs.{i}.lin_l", agg) + self._lin(f"convs.{i}.lin_r", h, bias=False)
+            h = h + _relu(self._norm(f"norms.{i}", out))
+        graph_starts = np.concatenate([[0], np.cumsum(np.bincount(batch, minlength=n))[:-1]])
+        sums = np.add.reduceat(h, np.minimum(graph_starts, nodes - 1), axis=0) if nodes else np.zeros((n, h.shape[1]))
+        pooled = np.concatenate([sums / 16, sums / count[:, None]], axis=1)
+        return self._mlp("head", np.concatenate([pooled, z], axis=1), 3)[:, 0].astype(np.float64)
 
 
 def check_manifest(manifest: Any, op: str, path: Path | str) -> None:
@@ -256,9 +310,23 @@ def _read_net(folder: Path, op: str, manifest: Mapping[str, Any]):
         )
     if want is None or file_sha256(path) != want:
         raise ModelFileError(f"{path}: sha256 does not match its manifest {op}{MANIFEST} (a stale or altered file)")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if manifest["net"]["conv"] == "sage":
+        w = {k: v.numpy().astype(np.float32) for k, v in state.items()}
+        layers = manifest["net"]["layers"]
+        shapes = {k: v.shape for k, v in w.items()}
+        ok = (
+            shapes.get("node_in.0.weight", (0, 0))[1] == NODE_FEATURES + 1
+            and shapes.get("graph_in.0.weight", (0, 0))[1] == len(manifest["graph_features"])
+            and f"convs.{layers - 1}.lin_l.weight" in w
+            and f"convs.{layers}.lin_l.weight" not in w
+        )
+        if not ok:
+            raise ModelFileError(f"{path}: weights do not fit the network its manifest describes ({manifest['net']})")
+        return NumpySage(w, layers, manifest["net"].get("inject", False))
     net = build_net(NODE_FEATURES, len(manifest["graph_features"]), **manifest["net"])
     try:
-        net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        net.load_state_dict(state)
     except (RuntimeError, ValueError) as exc:
         raise ModelFileError(f"{path}: weights do not fit the network its manifest describes ({exc})") from None
     return net.eval()

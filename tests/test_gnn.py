@@ -56,7 +56,8 @@ def test_saved_and_loaded_gnn_answers_as_the_fitted_one(fitted, rows, shipped):
     loaded = served.load_gnn("fused", shipped)
     cols = {c: rows[c].to_numpy() for c in rows.columns}
     got = loaded.predict_columns("fused", cols, {c: feats[c].to_numpy() for c in feats})
-    np.testing.assert_allclose(got["latency_us"], model.predict(rows, feats), rtol=1e-5)
+    assert isinstance(loaded.net, served.NumpySage)  # serving runs the numpy copy of the torch network
+    np.testing.assert_allclose(got["latency_us"], model.predict(rows, feats), rtol=1e-4)
     assert (got["low_us"] <= got["latency_us"]).all() and (got["latency_us"] <= got["high_us"]).all()
 
 
