@@ -5,8 +5,9 @@ A shipped GNN is ``models/<op>.gnn.pt`` (the network's weights and input scaling
 metrics, versions, the ranges it saw, the kernel kinds it answers, and the sha256 of the weights). The graph-level
 input is the same ``feature_matrix`` row the XGBoost model reads; the node inputs are
 ``fused_code.node_features``. It answers a row only where its description carries ``code`` and its kind is one the
-frozen split chose it for (``serve_kinds``); XGBoost, then the roofline, answer the rest. torch and torch_geometric
-are imported only when a GNN actually predicts (the collector and other ops never import them).
+frozen split chose it for (``serve_kinds``); XGBoost, then the roofline, answer the rest. Serving evaluates the
+GraphSAGE network in numpy (``NumpySage``) from the weights torch saved: torch is imported once, to read them, when a
+GNN first predicts; torch_geometric only for training (or a GIN network). The collector and other ops import neither.
 """
 
 from __future__ import annotations
@@ -348,10 +349,11 @@ def _load(op: str, model_dir: str) -> GnnModel | None:
     if manifest is None:
         return None
     check_manifest(manifest, op, Path(model_dir) / f"{op}{MANIFEST}")
-    if importlib.util.find_spec("torch_geometric") is None:
+    needs = "torch" if manifest["net"].get("conv") == "sage" else "torch_geometric"  # sage is served in numpy
+    if importlib.util.find_spec(needs) is None:
         warnings.warn(
-            f"torch_geometric is not installed: the shipped {op} GNN is not loaded and XGBoost or the roofline "
-            "answers (pip install torch-geometric)",
+            f"{needs} is not installed: the shipped {op} GNN is not loaded and XGBoost or the roofline "
+            "answers (pip install 'kernelcast[graphs]' torch-geometric)",
             RuntimeWarning,
             stacklevel=3,
         )
