@@ -129,3 +129,24 @@ def test_plain_predictions_do_not_import_torch_geometric():
         " 'dtype': 'bf16', 'backend': 'cublas'}); assert 'torch_geometric' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_each_kind_is_served_by_the_model_with_the_lower_frozen_split_median():
+    import pandas as pd
+
+    from kernelcast.training.gnn_run import compare_by_kind, serve_kinds
+
+    y = np.ones(6)
+    rows = pd.DataFrame(
+        {
+            "measured": y,
+            "gnn": [1.05, 1.05, 1.05, 1.3, 1.3, 1.3],
+            "xgb": [1.1, 1.1, 1.1, 1.1, 1.1, 1.1],
+            "analytical": 2 * y,
+            "kind": ["pointwise"] * 3 + ["reduction"] * 3,
+        }
+    )
+    by_kind = compare_by_kind(rows)
+    assert serve_kinds(by_kind) == ["pointwise"]
+    got = by_kind.set_index(["kind", "model"])["median_ape"]
+    assert got["reduction", "gnn"] == pytest.approx(0.3) and got["all", "analytical"] == pytest.approx(1.0)
