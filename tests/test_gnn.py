@@ -123,12 +123,18 @@ def test_a_graph_larger_than_any_trained_is_out_of_distribution(one_kernel):
     assert "outside the GNN's training graphs" in p.assumptions and "graph nodes" in p.assumptions
 
 
-def test_plain_predictions_do_not_import_torch_geometric():
+def test_predictions_do_not_import_torch_geometric(one_kernel):
+    """A GEMM imports neither torch nor torch_geometric; a fused kernel answered by the GNN reads its weights with
+    torch and runs them in numpy, without torch_geometric."""
+    model, desc = one_kernel
     code = (
-        "import sys, kernelcast; kernelcast.predict_latency({'op': 'gemm', 'gpu': 'h200', 'm': 64, 'n': 64, 'k': 64,"
-        " 'dtype': 'bf16', 'backend': 'cublas'}); assert 'torch_geometric' not in sys.modules, 'imported'"
+        "import json, sys, kernelcast; kernelcast.predict_latency({'op': 'gemm', 'gpu': 'h200', 'm': 64, 'n': 64, "
+        "'k': 64, 'dtype': 'bf16', 'backend': 'cublas'}); assert 'torch_geometric' not in sys.modules; "
+        "assert 'torch' not in sys.modules; p = kernelcast.predict_latency(json.loads(sys.stdin.read())); "
+        f"assert p.model == {model.name!r}, p.model; assert 'torch_geometric' not in sys.modules, 'imported'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    plain = {k: (v.item() if hasattr(v, "item") else v) for k, v in desc.items()}
+    subprocess.run([sys.executable, "-c", code], input=json.dumps(plain), text=True, check=True)
 
 
 def test_each_kind_is_served_by_the_model_with_the_lower_frozen_split_median():
