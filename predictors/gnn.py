@@ -262,15 +262,20 @@ class GnnModel:
             n,
         )
 
-    def unseen_reasons(self, cols: Mapping[str, Any], graphs) -> list[list[str]]:
-        """Per row, why its graph is unlike every training graph (node count or a range column outside training)."""
+    def unseen_reasons(self, cols: Mapping[str, Any], graphs, features: Mapping[str, Any]) -> list[list[str]]:
+        """Per row, why its graph is unlike every training graph: node count, a range column or a graph-level feature
+        outside what training saw."""
         out = []
         lo, hi = self.manifest["ranges"]["nodes"]
+        bounds = [(c, a, b, cols) for c, (a, b) in self.manifest["ranges"].items() if c != "nodes"]
+        bounds += [(c, a, b, features) for c, (a, b) in self.manifest.get("feature_ranges", {}).items()]
+        values = {c: np.atleast_1d(np.asarray(src[c], dtype=np.float64)) for c, _, _, src in bounds}
         for i, (x, _) in enumerate(graphs):
             why = [f"{len(x)} graph nodes (trained on {lo}-{hi})"] if not lo <= len(x) <= hi else []
-            for col, (a, b) in self.manifest["ranges"].items():
-                if col != "nodes" and not a <= float(np.atleast_1d(cols[col])[i]) <= b:
-                    why.append(f"{col}={np.atleast_1d(cols[col])[i]} (trained on {a:g}-{b:g})")
+            for col, a, b, _ in bounds:
+                v = values[col][i]
+                if not a <= v <= b:
+                    why.append(f"{col}={v:.4g} (trained on {a:.4g}-{b:.4g})")
             out.append(why)
         return out
 
@@ -283,7 +288,7 @@ class GnnModel:
             "latency_us": p50,
             "low_us": p50 * np.exp(min(q_low, 0.0)),
             "high_us": p50 * np.exp(max(q_high, 0.0)),
-            "in_distribution": np.asarray([not w for w in self.unseen_reasons(cols, graphs)], dtype=bool),
+            "in_distribution": np.asarray([not w for w in self.unseen_reasons(cols, graphs, features)], dtype=bool),
         }
 
     def notes(self, op: str, cols: Mapping[str, Any]) -> list[str]:
@@ -296,7 +301,9 @@ class GnnModel:
             return [f"{kind} kernels are answered by XGBoost: it beat the GNN on them on the frozen split"]
         if not self.covers(op, cols)[0]:
             return []
-        why = self.unseen_reasons(cols, [kernel_graph(code)])[0]
+        from kernelcast.features.vector import feature_columns
+
+        why = self.unseen_reasons(cols, [kernel_graph(code)], feature_columns(cols, op))[0]
         return [f"outside the GNN's training graphs: {', '.join(why)}"] if why else []
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelcast.features.fused_code import NODE_CLASSES, NODE_FEATURES
 from kernelcast.features.ops import get_op
-from kernelcast.features.vector import FEATURE_VERSION
+from kernelcast.features.vector import FEATURE_VERSION, feature_names
 from kernelcast.predictors import gnn as served
 from kernelcast.predictors.learned import MODEL_DIR, feature_matrix, file_sha256, matrix_columns
 from kernelcast.training.splits import bucket
@@ -141,6 +141,11 @@ class GnnRegressor:
         self.ranges_ = {"nodes": [int(min(nodes)), int(max(nodes))]}
         for col in get_op(self.op).range_columns:
             self.ranges_[col] = [float(frame[col].min()), float(frame[col].max())]
+        self.feature_ranges_ = {  # graph-level features (not the GPU's own: covered keys say which GPUs)
+            c: [float(features[c].min()), float(features[c].max())]
+            for c in feature_names(self.op)
+            if not c.startswith("gpu_")
+        }
         self.n_train_, self.n_validation_ = int(len(fit_idx)), int(len(val_idx))
         self.fit_seconds_ = round(time.time() - start, 1)
         return self
@@ -189,6 +194,7 @@ def build_manifest(
         "covered": sorted(keys.unique().tolist()),
         "sources": sorted(train_frame["source"].astype(str).unique().tolist()),
         "ranges": model.ranges_,
+        "feature_ranges": model.feature_ranges_,
         "serve_kinds": sorted(serve_kinds),
         "interval": model.interval_,
         "validation": model.validation_,
