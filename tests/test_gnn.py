@@ -156,3 +156,12 @@ def test_each_kind_is_served_by_the_model_with_the_lower_frozen_split_median():
     assert serve_kinds(by_kind) == ["pointwise"]
     got = by_kind.set_index(["kind", "model"])["median_ape"]
     assert got["reduction", "gnn"] == pytest.approx(0.3) and got["all", "analytical"] == pytest.approx(1.0)
+
+
+def test_a_graph_feature_outside_training_is_out_of_distribution_with_its_name(one_kernel):
+    model, desc = one_kernel
+    lo, hi = model.manifest["feature_ranges"]["bytes_per_element"]
+    elements = desc["xnumel"] * desc.get("rnumel", 1)
+    p = predict_latency({**desc, "read_bytes": int(2 * hi * elements)})
+    assert p.model == model.name and not p.in_distribution
+    assert "bytes_per_element=" in p.assumptions and "trained on" in p.assumptions
