@@ -31,6 +31,8 @@ MATH = ("exp", "exp2", "log", "log1p", "log2", "sqrt", "rsqrt", "tanh", "erf", "
         "signbit", "isnan", "isinf", "fmod", "nextafter", "div", "fdiv")  # fmt: skip
 _KERNEL = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)\n''', device_str='cuda'\)", re.S | re.M)
 _TMP = re.compile(r"\b_?tmp\d+\b")
+_SIGNATURE = re.compile(r"'signature': (\{[^{}]*\})")
+_META_COUNT = re.compile(r"'(num_load|num_store|num_reduction)': (\d+)")
 _SHAPE = re.compile(r"rand_strided\(\(([^)]*)\), \(([^)]*)\), device='[^']*', dtype=torch\.(\w+)\)")
 
 
@@ -193,9 +195,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
     if deco is None or deco[1] not in KINDS:
         raise ValueError(f"kernel {name}: not a pointwise/reduction kernel ({deco[1] if deco else 'no heuristics'})")
     kind = deco[1]
-    triton_meta = _dict(_literal(source, "triton_meta"))
-    inductor_meta = _dict(_literal(source, "inductor_meta"))
-    signature = triton_meta.get("signature", {})
+    signature, inductor_meta = _metas(source)
     body = _body(source, name)
     numel = {m[1]: int(m[2]) for m in re.finditer(r"^\s+(x|r0_|y)numel = (\d+)$", "\n".join(body), re.M)}
     xnumel, rnumel = numel.get("x", 1) * numel.get("y", 1), numel.get("r0_", 1)
@@ -283,6 +283,18 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         edges=tuple(sorted(set(edges))),
         source=source,
     )
+
+
+def _metas(source: str) -> tuple[dict, dict]:
+    """(triton_meta's signature, inductor_meta's load/store/reduction counts) from the decorator: a regex each (the
+    whole dicts through ast.literal_eval cost a millisecond a kernel), the full parse only when the regex misses."""
+    deco = source.split("@triton.jit", 1)[0]
+    found = _SIGNATURE.search(deco)
+    signature = _dict(found[1]) if found else _dict(_literal(source, "triton_meta")).get("signature", {})
+    counts = {k: int(v) for k, v in _META_COUNT.findall(deco)}
+    if len(counts) < 3 and "inductor_meta=" in deco:
+        counts = _dict(_literal(source, "inductor_meta"))
+    return signature, counts
 
 
 def _ptr_bytes(signature: dict, ptr: str) -> int:

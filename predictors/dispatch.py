@@ -56,21 +56,31 @@ def _learned(op: str, model_dir: str | None = None):
     return learned.load_model(op, model_dir)
 
 
+@functools.cache
+def _gnn(op: str, model_dir: str | None = None):
+    """The op's shipped graph model (reads its manifest only; torch on first prediction), or None."""
+    from kernelcast.predictors import gnn
+
+    return gnn.load_gnn(op, model_dir)
+
+
 def check_predictor(predictor: Any) -> None:
     if not isinstance(predictor, str) or predictor not in PREDICTOR_CHOICES:
         raise ValueError(f"predictor must be one of {', '.join(PREDICTOR_CHOICES)}; got {predictor!r}")
 
 
 def predictors_for(op: str, predictor: str, model_dir: str | None = None) -> list:
-    """The predictors asked for ``op``, in order: the learned model where it saw the (GPU, backend, dtype), the same
-    model on GPUs it did not see where leave-one-GPU-out says it beats the analytical model, the analytical model
-    last (it covers everything)."""
+    """The predictors asked for ``op``, in order: a graph model (GNN) for the rows and kernel kinds it serves, the
+    learned model where it saw the (GPU, backend, dtype), the same model on GPUs it did not see where
+    leave-one-GPU-out says it beats the analytical model, the analytical model last (it covers everything)."""
     check_predictor(predictor)
+    graph = _gnn(op, model_dir) if predictor == "auto" else None
+    first = [graph] if graph is not None else []
     model = _learned(op, model_dir) if predictor == "auto" else None
     if model is None:
-        return [ANALYTICAL]
+        return [*first, ANALYTICAL]
     unseen = _unseen(op, model)
-    return [model] + ([unseen] if unseen is not None else []) + [ANALYTICAL]
+    return [*first, model] + ([unseen] if unseen is not None else []) + [ANALYTICAL]
 
 
 @functools.cache
@@ -190,7 +200,9 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
-    assumptions = source.assumptions(d.op)
+    assumptions = "; ".join(
+        [source.assumptions(d.op), *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))]
+    )
     if tuned is not row:
         assumptions += (
             f"; no config given: predicted at the top-ranked config {tuned['config'][0]} of the "

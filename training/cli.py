@@ -46,6 +46,7 @@ def add_parsers(subparsers) -> None:
                 default=None,
                 help="where a new champion's files are written (default: predictors/models, the shipped models)",
             )
+            p.add_argument("--no-gnn", action="store_true", help="ops with a graph model (fused): train only XGBoost")
             p.add_argument(
                 "--force-promote",
                 action="store_true",
@@ -76,6 +77,7 @@ def _configs(args: argparse.Namespace):
             max_train_rows=args.max_train_rows,
             log_mlflow=not args.no_mlflow,
             force_promote=getattr(args, "force_promote", False),
+            gnn=not getattr(args, "no_gnn", False),
             export_unseen=getattr(args, "export_unseen", False),
             model_dir=Path(args.model_dir) if getattr(args, "model_dir", None) else None,
         )
@@ -116,9 +118,24 @@ def _train(args: argparse.Namespace) -> int:
                 f"exported: {', '.join(result['exported']) or 'no'}"
             )
             _print_side(result["table"], "gpu")
+            if "gnn" in result:
+                _print_gnn(cfg.op, result["gnn"])
     if args.json:
         print(json.dumps(results, indent=1, default=str))
     return 0
+
+
+def _print_gnn(op: str, g: dict) -> None:
+    """The GNN beside XGBoost and the roofline on the frozen split, per kernel kind, in percent."""
+    print(
+        f"\n{op} GNN: trained on {g['n_train']:,} rows in {g['fit_seconds']}s ({g['epochs']} epochs, best "
+        f"{g['best_epoch']}); early-stopping median APE {100 * g['validation']['median_ape']:.1f}%; serves "
+        f"{', '.join(g['serve_kinds']) or 'no kind'}; champion: {g['champion']}; "
+        f"exported: {', '.join(g['exported']) or 'no'}"
+    )
+    rows = [{k: (100 * v if k in ("median_ape", "p90_ape", "mape") else v) for k, v in r.items()} for r in g["by_kind"]]
+    headers = {"median_ape": "median APE %", "p90_ape": "p90 APE %", "mape": "MAPE %"}
+    _print_table(rows, ["kind", "model", "n", "median_ape", "p90_ape", "mape"], headers)
 
 
 #: train/evaluate summary columns, in percent, with the README's names

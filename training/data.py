@@ -23,7 +23,7 @@ SOURCES = ("kernelcast", "aiconfigurator")
 #: our own measurements: training keeps every one of their rows (``subsample``)
 OWN_SOURCE = "kernelcast"
 #: columns kept beside the description fields (``role``: the card's role of the row's file)
-KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role")
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role", "task")  # task: fused calls
 #: the dataset card's machine-readable file list (datasets/README.md names it)
 CARD_FILES = "files.toml"
 #: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on
@@ -129,6 +129,10 @@ def load_rows(
         )
     columns = [c for c in op_fields(op)] + list(KEEP)
     frame = pd.concat([p.reindex(columns=columns) for p in parts], ignore_index=True)
+    # a text field no file has (fused kernels' config) reindexes to float NaN, which validation reads as a bad value;
+    # as object it is absent, as it is after a concat with the outside rows
+    if "config" in frame:
+        frame["config"] = frame["config"].astype(object)
     status_ok = (
         pd.concat([p["status"] if "status" in p else pd.Series("ok", index=p.index) for p in parts], ignore_index=True)
         .eq("ok")

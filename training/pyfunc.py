@@ -96,8 +96,11 @@ def tags(manifest: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def log_model(op: str, shipped: Path, manifest: Mapping[str, Any], registered_name: str) -> str:
-    """Log the pyfunc (its artifact: the shipped files) in the active run and register it; returns the version."""
+def log_model(
+    op: str, shipped: Path, manifest: Mapping[str, Any], registered_name: str, requirements: tuple[str, ...] = ()
+) -> str:
+    """Log the pyfunc (its artifact: the shipped files) in the active run and register it; returns the version.
+    ``requirements``: pip requirements beyond kernelcast and xgboost (the GNN's torch and torch-geometric)."""
     from importlib.metadata import version
 
     info = mlflow.pyfunc.log_model(
@@ -108,7 +111,11 @@ def log_model(op: str, shipped: Path, manifest: Mapping[str, Any], registered_na
         input_example=input_example(op, manifest),
         registered_model_name=registered_name,
         # what the environment needs; given, so MLflow does not load the model in a subprocess to guess it
-        pip_requirements=[f"kernelcast=={version('kernelcast')}", f"xgboost-cpu=={version('xgboost-cpu')}"],
+        pip_requirements=[
+            f"kernelcast=={version('kernelcast')}",
+            f"xgboost-cpu=={version('xgboost-cpu')}",
+            *requirements,
+        ],
         metadata=tags(manifest),
     )
     number = str(info.registered_model_version)

@@ -21,6 +21,7 @@ from kernelcast.predictors.learned import MODEL_DIR
 from kernelcast.predictors.unseen import summary_path
 from kernelcast.training import data, evaluate, plots, tracking
 from kernelcast.training.export import build_manifest, export_model
+from kernelcast.training.gnn import GNN_OPS
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_splits
 from kernelcast.training.xgb import LatencyRegressor
 
@@ -43,6 +44,8 @@ class RunConfig:
     model_dir: Path | None = None  # where a new champion is exported (default predictors/models)
     force_promote: bool = False  # move `champion` even without a lower MAPE (a serving-speed change)
     export_unseen: bool = False  # a logo evaluation writes <op>.unseen.json beside the shipped model
+    gnn: bool = True  # train: ops with a graph model (training.gnn.GNN_OPS) also fit, compare and ship the GNN
+    gnn_params: dict = field(default_factory=dict)  # GnnConfig overrides
 
 
 def load(cfg: RunConfig, roles=("train",)) -> pd.DataFrame:
@@ -366,6 +369,11 @@ def train(cfg: RunConfig) -> dict:
         )
     if result["champion"] or not cfg.log_mlflow:
         result["exported"] = [str(p) for p in export_model(model, manifest, cfg.op, cfg.model_dir)]
+    if cfg.gnn and cfg.op in GNN_OPS:
+        from kernelcast.training.gnn_run import train_gnn
+
+        test_idx = _sample(split.test, cfg.max_test_rows, seed=1)  # the rows fit_fold scored, in its order
+        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, model, manifest)
     result["seconds"] = round(time.time() - start, 1)
     return result
 

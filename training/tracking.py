@@ -129,20 +129,21 @@ def log_run(
         return run.info.run_id, version
 
 
-def champion_files(op: str, dest: Path) -> Path | None:
-    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion."""
+def champion_files(op: str, dest: Path, name: str | None = None) -> Path | None:
+    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion.
+    ``name``: another registered model of the op (default ``kernelcast-<op>``; the GNN's is ``kernelcast-<op>-gnn``)."""
     import mlflow
 
     client = setup()
     try:
-        mv = client.get_model_version_by_alias(experiment_name(op), "champion")
+        mv = client.get_model_version_by_alias(name or experiment_name(op), "champion")
     except Exception:  # noqa: BLE001 — MLflow raises MlflowException (or RestException) when absent
         return None
     return Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path="shipped", dst_path=str(dest)))
 
 
-def promote(op: str, version: str) -> None:
-    setup().set_registered_model_alias(experiment_name(op), "champion", version)
+def promote(op: str, version: str, name: str | None = None) -> None:
+    setup().set_registered_model_alias(name or experiment_name(op), "champion", version)
 
 
 def tag_run(run_id: str, key: str, value: str) -> None:
