@@ -1,10 +1,11 @@
 """The fused collector's JSON lines (``fused_job``) as datasets: one row per measured Triton kernel, one per task.
 
-``datasets/fused/<source>_<gpu>_<day>_<name>.parquet``: each Triton kernel of a compiled call as a ``fused``
+``datasets/fused/<source>_<gpu>_<day>_<split>.parquet``: each Triton kernel of a compiled call as a ``fused``
 description (``features/ops/fused.describe``; ``code`` keeps the decorator, body and ``get_args`` of its source, the
 boilerplate around them dropped) with its label (median of the call's repeats, p10/p90), where it ran in the call
 (``position``: 0 runs right after the L2 flush), the launch config Inductor's autotuning chose and the binary's
-registers/spills/shared memory, and the task it belongs to. ``..._tasks.parquet``: per task the compiled call's and
+registers/spills/shared memory, and the task it belongs to. ``datasets/compiled/..._<split>_tasks.parquet`` (not
+training rows: the compiled calls ``benchmarks/eval_compiled.py`` checks ``predict_module(mode="compile")`` on): per task the compiled call's and
 the eager call's device times, its kernels, the graph source or layer point, and (layers only) the output code.
 
 Usage: ``python -m kernelcast.collect.fused_merge RAW.jsonl.gz ... --name train --datasets datasets``.
@@ -160,13 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tasks.setdefault(split, []).append(task_row(row))
                 if "error" not in row:
                     kernels.setdefault(split, []).extend(kernel_rows(row, args.day, args.git_rev))
-    out = Path(args.datasets) / "fused"
+    out, calls = Path(args.datasets) / "fused", Path(args.datasets) / "compiled"
     out.mkdir(parents=True, exist_ok=True)
+    calls.mkdir(parents=True, exist_ok=True)
     for split in sorted(tasks):
         stem = f"kernelcast_{PROVENANCE['gpu']}_{args.day}_{split}"
         _write(kernels.get(split, []), out / f"{stem}.parquet")
-        _write(tasks[split], out / f"{stem}_tasks.parquet")
-        print(f"{split}: {len(kernels.get(split, []))} kernel rows, {len(tasks[split])} tasks -> {out}/{stem}*.parquet")
+        _write(tasks[split], calls / f"{stem}_tasks.parquet")
+        print(f"{split}: {len(kernels.get(split, []))} kernel rows -> {out}/{stem}.parquet, {len(tasks[split])} tasks")
     return 0
 
 

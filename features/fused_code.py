@@ -262,7 +262,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         nodes[i] = Node(n.cls, n.in_loop, n.elem_bytes, len(idx_vars) < len(store_vars), n.index_ops, n.strided)
     read, write, biggest = _arg_bytes(source, signature)
     names = list(signature)
-    divisible = {names[i[0]] for cfg in triton_meta.get("configs", [])[:1] for i in cfg if i[0] < len(names)}
+    divisible = {names[i] for i in _divisible(source) if i < len(names)}
     pointers = [k for k, v in signature.items() if str(v).startswith("*")]
     return TritonKernel(
         name=name,
@@ -283,6 +283,19 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         edges=tuple(sorted(set(edges))),
         source=source,
     )
+
+
+_DIVISIBLE = re.compile(r"\((\d+),\): \[\['tt\.divisibility', 16\]\]")
+
+
+def _divisible(source: str) -> set[int]:
+    """Argument positions triton_meta's first config promises 16-divisibility for (pointers: 16-byte aligned;
+    integers: multiples of 16), by regex like ``_metas``."""
+    at = source.find("'configs': [{")
+    if at < 0:
+        return set()
+    end = source.find("}]", at)
+    return {int(m[1]) for m in _DIVISIBLE.finditer(source, at, end if end > 0 else len(source))}
 
 
 def _metas(source: str) -> tuple[dict, dict]:

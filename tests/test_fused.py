@@ -16,11 +16,12 @@ from kernelcast.features import fused_code
 from kernelcast.features.ops.fused import describe
 
 FUSED = "datasets/fused/kernelcast_h200_sxm_20261201_{}.parquet"
+TASKS = "datasets/compiled/kernelcast_h200_sxm_20261201_{}_tasks.parquet"
 
 
 @pytest.fixture(scope="module")
 def layer_task():
-    tasks = pq.read_table(FUSED.format("layers_tasks")).to_pandas()
+    tasks = pq.read_table(TASKS.format("layers")).to_pandas()
     return tasks[tasks.task == "layer:llama3_8b:tp1:prefill:b1:s512:c0"].iloc[0]
 
 
@@ -41,7 +42,7 @@ def test_graphs_run_on_meta_tensors():
 
 
 def test_committed_graph_sources_are_what_the_generator_draws():
-    tasks = pq.read_table(FUSED.format("test_tasks"), columns=["seed", "box", "graph_source"]).to_pandas()
+    tasks = pq.read_table(TASKS.format("test"), columns=["seed", "box", "graph_source"]).to_pandas()
     for row in tasks.head(50).itertuples():
         assert fusion_graphs.random_graph(int(row.seed), row.box).source == row.graph_source
 
