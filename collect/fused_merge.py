@@ -43,6 +43,8 @@ PROVENANCE = {  # the lent H200 of 2026-12-01 (fused_job's call logs)
 }
 
 
+#: the splits whose files the card lists as training files
+TRAIN_SPLITS = ("train", "aligned")
 #: the first train-box seeds, also compiled under every fusion choice (fused_job --choices 40): held out together
 CHOICE_SEEDS = 40
 
@@ -98,6 +100,7 @@ def kernel_rows(row: dict, day: str, git_rev: str | None) -> list[dict]:
                 "git_rev": git_rev,
                 "time": f"{day[:4]}-{day[4:6]}-{day[6:]}",
                 "desc_key": json.dumps(key, sort_keys=True),
+                "repeat_of": None,
                 "task": tid,
                 "model": row.get("model"),
                 "position": position,
@@ -161,6 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tasks.setdefault(split, []).append(task_row(row))
                 if "error" not in row:
                     kernels.setdefault(split, []).extend(kernel_rows(row, args.day, args.git_rev))
+    seen = {r["desc_key"] for split in TRAIN_SPLITS for r in kernels.get(split, [])}
+    for split in set(kernels) - set(TRAIN_SPLITS):  # a test file holds no description a training file holds
+        kept = [r for r in kernels[split] if r["desc_key"] not in seen]
+        if len(kept) < len(kernels[split]):
+            print(f"{split}: {len(kernels[split]) - len(kept)} kernels a training file also holds, dropped")
+        kernels[split] = kept
     out, calls = Path(args.datasets) / "fused", Path(args.datasets) / "compiled"
     out.mkdir(parents=True, exist_ok=True)
     calls.mkdir(parents=True, exist_ok=True)
