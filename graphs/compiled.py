@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from kernelcast.features.desc import parse_desc
-
 from kernelcast.features.fields import canonical_dtype
 from kernelcast.features.fused_code import triton_kernels
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
-from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs import host
+from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import lower
 from kernelcast.graphs.predict import KERNEL_COLUMNS, L2_WRITEBACK, WorkloadPrediction, in_sequence
 from kernelcast.predictors.dispatch import predict_many
