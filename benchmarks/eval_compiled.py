@@ -44,6 +44,11 @@ def _triton(names) -> list[str]:
     return [n for n in names if str(n).startswith("triton_")]
 
 
+def _kinds(names) -> list[str]:
+    """poi/red/per of each Triton kernel, in order: the grouping without the names' op lists."""
+    return [str(n).split("_")[1] for n in _triton(names)]
+
+
 def _fused_models(p) -> list[str]:
     k = p.kernels
     return sorted(set(k.loc[k["family"] == "fused", "model"].dropna().astype(str)))
@@ -87,6 +92,7 @@ def layer_rows() -> list[dict]:
                 "eager_kernels": len(eager.kernels),
                 "measured_kernels": len(measured),
                 "grouping_match": _triton(comp.kernels["kernel"]) == _triton(k[0] for k in measured),
+                "kinds_match": _kinds(comp.kernels["kernel"]) == _kinds(k[0] for k in measured),
                 "triton_here": len(_triton(comp.kernels["kernel"])),
                 "triton_gpu": len(_triton(k[0] for k in measured)),
                 "fused_models": _fused_models(comp),
@@ -122,6 +128,7 @@ def _graph_row(task: dict) -> dict:
         eager_us=eager.device_us,
         unmapped=len(comp.unmapped) + len(eager.unmapped),
         grouping_match=_triton(comp.kernels["kernel"]) == _triton(k[0] for k in measured),
+        kinds_match=_kinds(comp.kernels["kernel"]) == _kinds(k[0] for k in measured),
         fused_models=_fused_models(comp),
     )
     return row
@@ -179,13 +186,14 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
         "unmapped_rows": int(T["unmapped"].sum()),
     }
     C = pd.DataFrame([r for r in choices if "error" not in r])
-    taus, flat = [], 0
+    taus, flat, flat_quiet = [], 0, 0
     for _, grp in C.groupby("seed"):
         if len(grp) < 2:
             continue
         tau = kendalltau(grp["device_us"], grp["measured_us"]).statistic
         if np.isnan(tau):
-            flat += 1
+            flat += 1  # all option sets predicted equal (the same code): right if the measured spread is noise
+            flat_quiet += bool(grp["measured_us"].max() / grp["measured_us"].min() < 1.05)
         else:
             taus.append(float(tau))
     out["choices"] = {
@@ -194,14 +202,18 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
         "median_tau": float(np.median(taus)) if taus else float("nan"),
         "graphs_with_tau": len(taus),
         "graphs_all_predicted_equal": flat,
+        "of_those_measured_within_5pct": flat_quiet,
         "total_device": _stats(C["device_us"], C["measured_us"]),
         "errors": int(sum("error" in r for r in choices)),
     }
     out["grouping"] = {
         "layers": float(L["grouping_match"].mean()),
         "layers_same_count": float((L["triton_here"] == L["triton_gpu"]).mean()),
+        "layers_same_kinds": float(L["kinds_match"].mean()),
         "test_graphs": float(T["grouping_match"].mean()),
+        "test_graphs_same_kinds": float(T["kinds_match"].mean()),
         "choices": float(C["grouping_match"].mean()),
+        "choices_same_kinds": float(C["kinds_match"].mean()),
     }
     out["fused_models"] = sorted({m for rows in (lay, test, choices) for r in rows for m in r.get("fused_models", [])})
     return out
@@ -262,12 +274,15 @@ def print_table(res: dict) -> None:
     c = res["choices"]
     print(
         f"fusion choices: mean Kendall tau {c['mean_tau']:.3f} (median {c['median_tau']:.3f}) over "
-        f"{c['graphs_with_tau']} graphs; {c['graphs_all_predicted_equal']} graphs with all 6 predicted equal"
+        f"{c['graphs_with_tau']} graphs; {c['graphs_all_predicted_equal']} graphs with all 6 predicted equal "
+        f"({c['of_those_measured_within_5pct']} of them measured within 5%)"
     )
     g = res["grouping"]
     print(
         f"kernel grouping (same Triton kernels as the GPU's compile): layers {g['layers']:.1%}, test graphs "
-        f"{g['test_graphs']:.1%}, choices {g['choices']:.1%}"
+        f"{g['test_graphs']:.1%}, choices {g['choices']:.1%}; same kernel kinds in order: layers "
+        f"{g['layers_same_kinds']:.1%}, test graphs {g['test_graphs_same_kinds']:.1%}, "
+        f"choices {g['choices_same_kinds']:.1%}"
     )
     t = res["timing"]
     print(f"one-layer compiled prediction: first {t['first_s']:.2f} s, warm {t['warm_s']:.2f} s")

@@ -143,11 +143,14 @@ class _Tensors:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             return
         target, value = node.targets[0].id, node.value
+        if isinstance(value, ast.Name):  # buf26 = buf25: the same tensor under another name
+            self.items.setdefault(value.id, []).append(target)
+            self.dtypes[target] = self.dtypes.get(value.id, "")
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
             self.items.setdefault(value.value.id, []).append(target)
             self.dtypes[target] = self.dtypes.get(value.value.id, "")
             return
-        if isinstance(value, ast.Call) and _dotted(value.func).startswith("torch.ops."):
+        if isinstance(value, ast.Call) and _dotted(value.func).startswith(("torch.ops.", "extern_kernels.")):
             first = next((m for m in map(self.value, value.args) if isinstance(m, TensorMeta)), None)
             self.dtypes[target] = first.dtype if first else ""
         meta = self.value(value)
@@ -232,7 +235,8 @@ def _launch(stmt: str, tensors: _Tensors, kernels: dict, gpu: str, region) -> La
     if fn.startswith("extern_kernels."):
         op = fn.removeprefix("extern_kernels.")
         out = kwargs.pop("out", None)
-        return _extern(fn, op, args, kwargs, (out,) if isinstance(out, TensorMeta) else (), gpu, region)
+        outs = (out,) if isinstance(out, TensorMeta) else tensors.outputs(target) if target else ()
+        return _extern(fn, op, args, kwargs, outs, gpu, region)
     if fn.startswith("torch.ops.aten."):
         parts = fn.removeprefix("torch.ops.aten.").split(".")
         if parts[0] in SDPA:
