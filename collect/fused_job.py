@@ -59,8 +59,12 @@ LAYER_POINTS = (
 )
 
 
+#: what names a task (its row adds the measurements to these)
+TASK_FIELDS = ("kind", "seed", "box", "choice", "model", "tp", "phase", "batch", "seq", "context")
+
+
 def task_key(task: dict) -> str:
-    return json.dumps({k: task[k] for k in sorted(task) if k != "options"}, sort_keys=True)
+    return json.dumps({k: task[k] for k in TASK_FIELDS if k in task}, sort_keys=True)
 
 
 def compile_code(fn, tensors: list, options: dict | None = None):
@@ -234,16 +238,19 @@ def plan(graphs: tuple[int, int], box: str, layers: int, choices: int) -> list[d
 def main(argv: Sequence[str] | None = None) -> int:
     import multiprocessing as mp
 
+    from kernelcast.collect import fusion_graphs
+
     p = argparse.ArgumentParser(prog="python -m kernelcast.collect.fused_job", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--graphs", default="0:0", help="seed range lo:hi of random graphs")
-    p.add_argument("--box", default="train", choices=("train", "test"))
+    p.add_argument("--box", default="train", choices=tuple(fusion_graphs.BOXES))
     p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
     p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
     p.add_argument("--budget-s", type=float, default=480.0, help="hand out no new task after this many seconds")
     p.add_argument("--grace-s", type=float, default=90.0, help="after the budget, wait this long for tasks in flight")
+    p.add_argument("--stall-s", type=float, default=45.0, help="no answer this long: restart the workers")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,48 +262,73 @@ def main(argv: Sequence[str] | None = None) -> int:
     todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices) if task_key(t) not in done]
     t0 = time.time()
     ctx = mp.get_context("spawn")
+    got = errors = 0
+    with path.open("a") as f:
+        while todo and time.time() - t0 < args.budget_s:
+            rows, stalled = _pool(ctx, todo, args, t0, f)
+            got += len(rows)
+            errors += sum("error" in r for r in rows)
+            finished = {task_key(r) for r in rows}
+            for task in stalled:  # a worker that stops answering may hold the GPU lock: its tasks are recorded
+                row = {**{k: v for k, v in task.items() if k != "options"}, "error": "stalled: no answer in time"}
+                f.write(json.dumps(row) + "\n")
+                finished.add(task_key(task))
+            todo = [t for t in todo if task_key(t) not in finished]
+            if not stalled:
+                break
+    print(f"fused: {got} rows ({errors} errors) in {time.time() - t0:.0f} s, {len(todo)} tasks not run", flush=True)
+    return 0
+
+
+def _pool(ctx, todo: list[dict], args, t0: float, f) -> tuple[list[dict], list[dict]]:
+    """Run ``todo`` on fresh workers until done, the budget, or a stall (no answer for ``--stall-s``): the rows
+    written, and (on a stall) the tasks handed out and never answered."""
     tasks, results, lock = ctx.Queue(), ctx.Queue(), ctx.Lock()
     procs = [
         ctx.Process(target=_worker, args=(tasks, results, lock, args.batch), daemon=True) for _ in range(args.workers)
     ]
     for proc in procs:
         proc.start()
-    handed, got, errors = 0, 0, 0
+    handed, rows, open_keys = 0, [], {}
     in_flight = 2 * args.workers * args.batch
-    with path.open("a") as f:
-        while got < handed or (handed < len(todo) and time.time() - t0 < args.budget_s):
-            while handed < len(todo) and handed - got < in_flight and time.time() - t0 < args.budget_s:
-                tasks.put(todo[handed])
-                handed += 1
-            if time.time() - t0 > args.budget_s + args.grace_s:
-                print(f"fused: {handed - got} tasks still in flight at the deadline: dropped", flush=True)
+    last = time.time()
+    stalled: list[dict] = []
+    while len(rows) < handed or (handed < len(todo) and time.time() - t0 < args.budget_s):
+        while handed < len(todo) and handed - len(rows) < in_flight and time.time() - t0 < args.budget_s:
+            tasks.put(todo[handed])
+            open_keys[task_key(todo[handed])] = todo[handed]
+            handed += 1
+        if time.time() - t0 > args.budget_s + args.grace_s:
+            print(f"fused: {handed - len(rows)} tasks still in flight at the deadline: dropped", flush=True)
+            break
+        if time.time() - last > args.stall_s:
+            stalled = list(open_keys.values())
+            print(f"fused: no answer for {args.stall_s:.0f} s: new workers; {len(stalled)} tasks dropped", flush=True)
+            break
+        try:
+            row = results.get(timeout=5.0)
+        except queue.Empty:
+            if not any(proc.is_alive() for proc in procs):
+                print("fused: every worker died", flush=True)
                 break
-            try:
-                row = results.get(timeout=5.0)
-            except queue.Empty:
-                if not any(proc.is_alive() for proc in procs):
-                    print("fused: every worker died", flush=True)
-                    break
-                continue
-            got += 1
-            errors += "error" in row
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            if got % 50 == 0 or row["kind"] == "layer":
-                dev = statistics.median(row["device_us"]) if "device_us" in row else float("nan")
-                print(
-                    f"fused {got}/{len(todo)} ({time.time() - t0:.0f} s, {errors} errors): {row['kind']} "
-                    f"{row.get('seed', row.get('model'))} {dev:.1f} us {row.get('error', '')[:120]}",
-                    flush=True,
-                )
-    for _ in procs:
-        tasks.put(None)
+            continue
+        last = time.time()
+        rows.append(row)
+        open_keys.pop(task_key(row), None)
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        if len(rows) % 50 == 0 or row["kind"] == "layer":
+            dev = statistics.median(row["device_us"]) if "device_us" in row else float("nan")
+            print(
+                f"fused {len(rows)}/{len(todo)} ({time.time() - t0:.0f} s): {row['kind']} "
+                f"{row.get('seed', row.get('model'))} {dev:.1f} us {row.get('error', '')[:120]}",
+                flush=True,
+            )
     for proc in procs:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.kill()
-    print(f"fused: {got} rows ({errors} errors) of {len(todo)} tasks in {time.time() - t0:.0f} s", flush=True)
-    return 0
+        proc.kill()
+    for proc in procs:
+        proc.join(timeout=5)
+    return rows, stalled
 
 
 if __name__ == "__main__":

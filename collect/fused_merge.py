@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from kernelcast.collect.dataset import atomic_path
 from kernelcast.features import fused_code
+from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
 
 PROVENANCE = {  # the lent H200 of 2026-12-01 (fused_job's call logs)
@@ -46,11 +47,12 @@ CHOICE_SEEDS = 40
 
 
 def split_of(row: dict) -> str:
-    """train (random train-box graphs) | test (the test box) | choices (the fusion-choice study) | layers."""
+    """train (random train-box graphs) | aligned (the aligned box, trained on too) | test (the test box) | choices (the
+    fusion-choice study) | layers."""
     if row["kind"] == "layer":
         return "layers"
-    if row["box"] == "test":
-        return "test"
+    if row["box"] in ("test", "aligned"):
+        return row["box"]
     return "choices" if row["seed"] < CHOICE_SEEDS else "train"
 
 
@@ -69,13 +71,14 @@ def short_source(source: str) -> str:
 
 def kernel_rows(row: dict, day: str, git_rev: str | None) -> list[dict]:
     kernels = fused_code.triton_kernels(row["code"])
+    warm = fused_code.warm_bytes(row["code"], get_gpu(PROVENANCE["gpu"]).l2_bytes)
     tid = task_id(row)
     out = []
     for position, (name, med, lo, hi) in enumerate(row["kernels"]):
         if name not in kernels:
             continue
         k = kernels[name]
-        desc = describe(k, PROVENANCE["gpu"])
+        desc = describe(k, PROVENANCE["gpu"], warm.get(name, 0))
         desc["code"] = short_source(k.source)
         meta = row.get("meta", {}).get(name, {})
         key = {k2: v for k2, v in desc.items() if k2 != "code"}

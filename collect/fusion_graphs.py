@@ -61,6 +61,14 @@ BOXES = {
     # log2 of the first input's element count, ops per graph, chance a dim is odd-sized
     "train": {"log2_numel": (10.0, 25.0), "ops": (1, 10), "odd": 0.3},
     "test": {"log2_numel": (8.0, 26.0), "ops": (1, 12), "odd": 0.6},
+    # model-like sizes: every dim a multiple of 16 (mostly of 64), plus the copies layers make (cat, transpose)
+    "aligned": {
+        "log2_numel": (10.0, 26.0),
+        "ops": (1, 10),
+        "odd": 0.0,
+        "align": True,
+        "kinds": {**KINDS, "cat": 6, "transpose": 6},
+    },
 }
 MAX_BYTES = 1 << 30  # no tensor of a graph is larger than this
 
@@ -92,6 +100,9 @@ def _shape(rng: random.Random, box: dict) -> tuple[int, ...]:
     dims = []
     for lg in logs:
         d = max(1, round(2**lg))
+        if box.get("align") and d >= 16:
+            step = 64 if d >= 256 and rng.random() < 0.8 else 16
+            d = max(step, round(d / step) * step)
         if d > 2 and rng.random() < box["odd"]:
             d = max(1, d + rng.randint(-d // 4, d // 4) | 1)  # odd sizes: masked tails, unaligned rows
         dims.append(d)
@@ -146,7 +157,7 @@ def random_graph(seed: int, box: str = "train") -> FusionGraph:
     lines: list[str] = []
     n_ops = rng.randint(*spec["ops"])
     for step in range(n_ops):
-        lines += _op(rng, values, f"t{step}")
+        lines += _op(rng, values, f"t{step}", spec)
     outs = [values[-1].name]
     extra = [v.name for v in values[len(inputs) : -1]]
     for name in rng.sample(extra, min(len(extra), rng.choice((0, 0, 0, 1, 2)))):
@@ -157,12 +168,11 @@ def random_graph(seed: int, box: str = "train") -> FusionGraph:
     return FusionGraph(seed, box, source, inputs, n_ops)
 
 
-def _op(rng: random.Random, values: list[_Value], name: str) -> list[str]:
+def _op(rng: random.Random, values: list[_Value], name: str, box: dict) -> list[str]:
     """One op over the live values; appends its result to ``values`` and returns its source lines."""
     a = rng.choice(values[-3:]) if rng.random() < 0.8 else rng.choice(values)
-    kind = rng.choices(
-        ("unary", "binary", "scalar", "cast", "reduce", "softmax", "norm", "rope"), (35, 28, 10, 7, 10, 4, 4, 2)
-    )[0]
+    kinds = box.get("kinds", KINDS)
+    kind = rng.choices(tuple(kinds), tuple(kinds.values()))[0]
     if kind == "binary":
         partners = [v for v in values if v is not a and _broadcast(a.shape, v.shape)]
         if partners:
@@ -210,6 +220,17 @@ def _op(rng: random.Random, values: list[_Value], name: str) -> list[str]:
             f"{name}_r = torch.cat((-{a.name}[..., {h}:], {a.name}[..., :{h}]), dim=-1)",
             f"{name} = {a.name} * 0.8 + {name}_r * 0.6",
         ]
+    if kind == "cat" and math.prod(a.shape) * 2 * ITEMSIZE[a.dtype] <= MAX_BYTES // 4:
+        dim = rng.randrange(len(a.shape))
+        shape = tuple(d * 2 if i == dim else d for i, d in enumerate(a.shape))
+        values.append(_Value(name, shape, a.dtype))
+        return [f"{name} = torch.cat(({a.name}, {a.name} * 0.5), dim={dim})"]
+    if kind == "transpose" and len(a.shape) >= 2:
+        i, j = sorted(rng.sample(range(len(a.shape)), 2))
+        shape = list(a.shape)
+        shape[i], shape[j] = shape[j], shape[i]
+        values.append(_Value(name, tuple(shape), a.dtype))
+        return [f"{name} = {a.name}.transpose({i}, {j}).contiguous() + 0.0"]
     op = rng.choice(tuple(UNARY))
     values.append(_Value(name, a.shape, a.dtype))
     return [f"{name} = {UNARY[op].format(a=a.name)}"]

@@ -60,6 +60,8 @@ class TritonKernel:
     dtype: str  # the element type of its largest argument: bf16, fp16 or fp32
     looped: bool  # its reduction runs in a loop of R-blocks (not persistent)
     hint: str  # Inductor's reduction hint (INNER, OUTER, OUTER_TINY, DEFAULT), "none" for pointwise kernels
+    unaligned_args: int  # pointer arguments Inductor could not promise 16-byte divisibility for (no vector loads)
+    numel_aligned: bool  # xnumel is a multiple of 16
     nodes: tuple[Node, ...] = field(repr=False)
     edges: tuple[tuple[int, int], ...] = field(repr=False)
     source: str = field(repr=False, default="")
@@ -259,6 +261,9 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         n = nodes[i]
         nodes[i] = Node(n.cls, n.in_loop, n.elem_bytes, len(idx_vars) < len(store_vars), n.index_ops, n.strided)
     read, write, biggest = _arg_bytes(source, signature)
+    names = list(signature)
+    divisible = {names[i[0]] for cfg in triton_meta.get("configs", [])[:1] for i in cfg if i[0] < len(names)}
+    pointers = [k for k, v in signature.items() if str(v).startswith("*")]
     return TritonKernel(
         name=name,
         kind=kind,
@@ -272,6 +277,8 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         dtype=biggest,
         looped=kind == "reduction" and any(n.in_loop for n in nodes),
         hint=hint[1] if (hint := re.search(r"reduction_hint=ReductionHint\.(\w+)", source)) else "none",
+        unaligned_args=sum(p not in divisible for p in pointers),
+        numel_aligned="xnumel" in divisible or xnumel % 16 == 0,
         nodes=tuple(nodes),
         edges=tuple(sorted(set(edges))),
         source=source,
@@ -323,3 +330,103 @@ def node_features(node: Node) -> list[float]:
 
 NODE_FEATURES = len(NODE_CLASSES) + 5
 HINTS = ("none", "INNER", "OUTER", "OUTER_TINY", "DEFAULT")
+
+
+_ALLOC = re.compile(r"^\s*(buf\d+) = empty_strided_\w+\(\(([^)]*)\), \(([^)]*)\), torch\.(\w+)\)")
+_ALIAS = re.compile(r"^\s*(buf\d+) = (?:reinterpret_tensor\()?(buf\d+|arg\d+_\d+)\b")
+_ASSERT = re.compile(r"^\s*assert_size_stride\((buf\d+), \(([^)]*)\), \(([^)]*)\)")
+_RUN = re.compile(r"^\s*(triton_\w+)\.run\((.*)\)\s*$")
+_EXTERN = re.compile(r"^\s*(?:(buf\d+) = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+\.\w+)\((.*)\)\s*$")
+
+
+def wrapper(code: str) -> list[str]:
+    """The lines of the output code's top-level ``call`` (the Triton kernels' own benchmark harnesses removed)."""
+    outside = _KERNEL.sub("", code)
+    lines = outside.splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"^\s*def call\((self, )?args\):", line)]
+    if not starts:
+        return []
+    start = starts[-1]
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    out = []
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        out.append(line)
+    return out
+
+
+def _split_args(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def warm_bytes(code: str, l2_bytes: float) -> dict[str, int]:
+    """Per Triton kernel of an output code: bytes of its reads that an earlier kernel of the same call wrote and that
+    still fit in L2 (``l2_bytes`` less what was written since). Graph inputs count cold: the collector flushes L2
+    before each call, and a layer's inputs come from the previous layer's last kernels only under CUDA graphs of
+    whole models, which is not what is measured here."""
+    sources = kernel_sources(code)
+    alias: dict[str, str] = {}
+    size: dict[str, int] = {}
+    written: dict[str, float] = {}  # base buffer -> total bytes written (by anything) when it was last written
+    total = 0.0
+    out: dict[str, int] = {}
+
+    def base(name: str) -> str:
+        while name in alias:
+            name = alias[name]
+        return name
+
+    def write(name: str, nbytes: float) -> None:
+        nonlocal total
+        total += nbytes
+        written[base(name)] = total
+
+    for line in wrapper(code):
+        if m := _ALLOC.match(line):
+            size[m[1]] = _extent(_ints(m[2]), _ints(m[3])) * TORCH_BYTES.get(m[4], 4)
+            continue
+        if m := _RUN.match(line):
+            name = m[1]
+            if name not in sources:
+                continue
+            signature = _dict(_literal(sources[name], "triton_meta")).get("signature", {})
+            ptrs = [k for k, v in signature.items() if str(v).startswith("*")]
+            shapes = _SHAPE.findall(sources[name].split("def get_args():", 1)[-1])
+            args = [a for a in _split_args(m[2]) if not a.startswith("stream")]
+            warm, writes = 0.0, []
+            for ptr, arg, (shape, stride, dtype) in zip(ptrs, args, shapes):
+                nbytes = _extent(_ints(shape), _ints(stride)) * TORCH_BYTES.get(dtype, 4)
+                b = base(arg.split("(")[-1].split(",")[0].strip())
+                if not ptr.startswith("out") and b in written:
+                    warm += min(nbytes, max(0.0, l2_bytes - (total - written[b])))
+                if not ptr.startswith("in_ptr"):
+                    writes.append((b, nbytes))
+            out.setdefault(name, int(warm))
+            for b, nbytes in writes:
+                write(b, nbytes)
+            continue
+        if m := _EXTERN.match(line):
+            args = _split_args(m[3])
+            target = m[1] or next((a[4:] for a in args if a.startswith("out=")), None)
+            if target:
+                write(target, size.get(base(target), 0))
+            continue
+        if m := _ASSERT.match(line):
+            size.setdefault(base(m[1]), _extent(_ints(m[2]), _ints(m[3])) * 2)
+            continue
+        if m := _ALIAS.match(line):
+            if m[1] != m[2]:
+                alias[m[1]] = m[2]
+    return out

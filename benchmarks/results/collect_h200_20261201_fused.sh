@@ -18,9 +18,10 @@ log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$W/call.log"; }
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$W/pip.log" 2>&1 || { cat "$W/pip.log"; exit 2; }
 log "$NAME git_rev=${KERNELCAST_GIT_REV:-?} $(python3 -c 'import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__, torch.cuda.get_device_name(0))')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,temperature.gpu,power.draw --format=csv,noheader | tee -a "$W/call.log"
-B=$(( $(left) - 60 ))
+B=$(( $(left) - 50 ))
+( sleep $(( LIMIT - 25 )); gzip -c "$W/fused.jsonl" > "$OUT/${NAME}.jsonl.gz" ) &  # whatever happens, the rows come back
 python3 -m kernelcast.collect.fused_job --out "$W" --graphs "${GRAPHS:-0:40}" --box "${BOX:-train}" \
-    --layers "${LAYERS:-0}" --choices "${CHOICES:-0}" --workers "${WORKERS:-14}" --budget-s "$B" --grace-s 40 \
+    --layers "${LAYERS:-0}" --choices "${CHOICES:-0}" --workers "${WORKERS:-14}" --budget-s "$B" --grace-s 30 --stall-s 40 \
     2>&1 | grep -v "Compiled module path" | tee "$W/job.log" | tail -n 60
 log "end job"
 nvidia-smi --query-gpu=clocks.sm,memory.used,temperature.gpu,power.draw --format=csv,noheader | tee -a "$W/call.log"

@@ -25,8 +25,9 @@ COUNTS = {  # description field -> the node classes it counts
 }
 
 
-def describe(kernel: TritonKernel, gpu: str) -> dict:
-    """The fused description of one parsed kernel on ``gpu``."""
+def describe(kernel: TritonKernel, gpu: str, warm_bytes: int = 0) -> dict:
+    """The fused description of one parsed kernel on ``gpu``; ``warm_bytes`` of its reads an earlier kernel of the
+    same call left in L2 (``fused_code.warm_bytes``)."""
     counts = kernel.counts
     return {
         "op": "fused",
@@ -48,6 +49,9 @@ def describe(kernel: TritonKernel, gpu: str) -> dict:
         "strided_loads": sum(n.cls == "load" and n.strided for n in kernel.nodes),
         "strided_stores": sum(n.cls == "store" and n.strided for n in kernel.nodes),
         "index_ops": sum(n.index_ops for n in kernel.nodes if n.cls in ("load", "store")),
+        "unaligned_args": kernel.unaligned_args,
+        "numel_aligned": kernel.numel_aligned,
+        "warm_bytes": min(int(warm_bytes), max(kernel.read_bytes, 1)),
         "code": kernel.source,
     }
 
@@ -87,6 +91,12 @@ def fused_features(cols, gpu) -> dict[str, np.ndarray]:
     for name in ("loads", "stores", "reductions", *COUNTS, "broadcast_loads", "strided_loads", "strided_stores"):
         out[name] = np.asarray(cols[name], dtype=np.float64)
     out["index_ops"] = np.asarray(cols["index_ops"], dtype=np.float64)
+    out["unaligned_args"] = np.asarray(cols["unaligned_args"], dtype=np.float64)
+    out["numel_aligned"] = np.asarray(cols["numel_aligned"], dtype=np.float64)
+    warm = np.asarray(cols["warm_bytes"], dtype=np.float64)
+    out["warm_share"] = warm / nbytes
+    out["log_cold_bytes"] = np.log2(np.maximum(nbytes - warm, 1.0))
+    out["cold_memory_floor_us"] = (nbytes - warm) / gpu["memory_bandwidth_bps"] * 1e6
     out["math_per_byte"] = out["math"] * e / nbytes
     return out
 
@@ -118,6 +128,9 @@ SPEC = register(
             "casts": IntField(0, 1 << 16, default=0),
             "consts": IntField(0, 1 << 16, default=0),
             "hint": ChoiceField(HINTS, default="none"),
+            "warm_bytes": IntField(0, MAX_ELEMENTS, default=0),
+            "unaligned_args": IntField(0, 4096, default=0),
+            "numel_aligned": BoolField(default=True),
             "broadcast_loads": IntField(0, 4096, default=0),
             "strided_loads": IntField(0, 4096, default=0),
             "strided_stores": IntField(0, 4096, default=0),
