@@ -1,7 +1,8 @@
 """``mode="compile"``: Inductor's output code read as the kernels its wrapper launches, each described and predicted.
 
 The wrapper's ``call`` (the ``Runner``'s, in launch order) is read statement by statement: ``triton_*.run(...)`` is a
-fused kernel (``features/fused_code.py`` parses its source, ``features/ops/fused.describe`` describes it),
+fused kernel (``features/fused_code.py`` parses its source and, from the wrapper's buffer flow, the bytes it reads
+that an earlier kernel left in L2; ``features/ops/fused.describe`` describes it),
 ``extern_kernels.mm/addmm/bmm/baddbmm(...)`` a cuBLAS GEMM, ``torch.ops.aten._scaled_dot_product_*_attention`` an
 attention of the backend the code names, and any other aten fallback goes through ``graphs.lower`` as eager ops do.
 Tensor shapes, strides and dtypes come from the code itself: ``get_args()``'s ``rand_strided`` lines (the graph
@@ -21,7 +22,7 @@ import pandas as pd
 
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.fields import canonical_dtype
-from kernelcast.features.fused_code import triton_kernels
+from kernelcast.features.fused_code import triton_kernels, warm_bytes
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
 from kernelcast.graphs import host
@@ -187,6 +188,8 @@ class _Tensors:
 def launches(code: str, gpu: str) -> list[Launch]:
     """Every kernel launch of one output code's wrapper, in launch order."""
     kernels = triton_kernels(code)
+    warm = warm_bytes(code, get_gpu(gpu).l2_bytes)  # what each kernel reads that an earlier one left in L2
+    kernels = {name: (k, warm.get(name, 0)) for name, k in kernels.items()}
     body = call_body(code)
     tensors = _Tensors(code, body)
     region: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -229,7 +232,8 @@ def _launch(stmt: str, tensors: _Tensors, kernels: dict, gpu: str, region) -> La
         if name not in kernels:
             why = "a Triton template or foreach kernel (no fused model reads it)" if "_tem_" in name else "not parsed"
             return Launch(name, name, None, None, *region, note=f"Triton kernel {name}: {why}")
-        return Launch(name, name, "fused", describe(kernels[name], gpu), *region)
+        kernel, warm = kernels[name]
+        return Launch(name, name, "fused", describe(kernel, gpu, warm), *region)
     args = [tensors.value(a) for a in call.args]
     kwargs = {k.arg: tensors.value(k.value) for k in call.keywords if k.arg}
     if fn.startswith("extern_kernels."):
