@@ -131,7 +131,9 @@ def _graph_row(task: dict) -> dict:
         kinds_match=_kinds(comp.kernels["kernel"]) == _kinds(k[0] for k in measured),
         fused_models=_fused_models(comp),
         gpu_kernels=[k[0] for k in measured],
-        predicted_kernels=[[k, float(v)] for k, v in zip(comp.kernels["kernel"], comp.kernels["latency_us"])],
+        predicted_kernels=[
+            [k, None if pd.isna(v) else float(v)] for k, v in zip(comp.kernels["kernel"], comp.kernels["latency_us"])
+        ],
     )
     return row
 

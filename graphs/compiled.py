@@ -253,7 +253,7 @@ def _launch(stmt: str, tensors: _Tensors, kernels: dict, gpu: str, region) -> La
     return Launch(fn, fn, None, None, *region, note=f"wrapper call kernelcast does not know: {stmt[:200]}")
 
 
-def _extern(fn, op, args, kwargs, outs, gpu, region, overload="default") -> Launch:
+def _extern(fn, op, args, kwargs, outs, gpu, region, overload="default") -> Launch | None:
     """An extern kernel or aten fallback through ``graphs.lower`` (a bmm against a stride-0 broadcast weight as the
     one (batch·m)×n×k GEMM it is)."""
     name = f"aten.{op}.{overload or 'default'}"
@@ -270,7 +270,7 @@ def _extern(fn, op, args, kwargs, outs, gpu, region, overload="default") -> Laun
     if low.unmapped:
         return Launch(fn, name, None, None, *region, note=low.unmapped)
     if not low.descs:
-        return Launch(fn, name, None, None, *region, note="launches no kernel")
+        return None  # a view or an empty result: nothing launched
     if len(low.descs) > 1:
         return Launch(fn, name, None, None, *region, note=f"{name} lowers to {len(low.descs)} kernels (one expected)")
     desc = low.descs[0]
