@@ -268,7 +268,8 @@ def main(argv=None) -> int:
     choices = graph_rows(_tasks("choices"), args.workers, options=True)
     res = summarize(lay, test, choices, timing)
     res["wall_s"] = time.time() - t0
-    res["rows"] = {"layers": lay, "test_graphs": test, "choices": choices}
+    slim = [{k: v for k, v in r.items() if k not in ("gpu_kernels", "predicted_kernels")} for r in (*test, *choices)]
+    res["rows"] = {"layers": lay, "test_graphs": slim[: len(test)], "choices": slim[len(test) :]}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2, default=str))
     print_table(res)
