@@ -1,5 +1,6 @@
 """Subcommands for whole workloads: ``model`` (a whole step of a real model), ``layer`` (one decoder layer of it, a
-view of ``model``) and ``trace`` (a profiled run against predictions and floors)."""
+view of ``model``), ``fusion`` (one layer eager against torch.compile, region by region) and ``trace`` (a profiled
+run against predictions and floors)."""
 
 from __future__ import annotations
 
@@ -172,6 +173,93 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(text: str | None) -> dict | None:
+    """--options: a JSON object of Inductor config options."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(
+            f'--options must be a JSON object of Inductor options (e.g. {{"max_fusion_size": 4}}); got {text!r}'
+        )
+    return value
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def cmd_fusion(args: argparse.Namespace) -> int:
+    """One decoder layer eager against compiled: which eager kernels each fused kernel replaces, and the speedup."""
+    from kernelcast.graphs.fusion import predict_layer_fusion
+
+    seq = 1 if args.seq is None and args.phase == "decode" else args.seq
+    if seq is None:
+        raise ValueError("--seq must be given for prefill (tokens per sequence)")
+    f = predict_layer_fusion(
+        args.model,
+        gpu=args.gpu,
+        phase=args.phase,
+        batch=args.batch,
+        seq=seq,
+        context=args.context,
+        tp=args.tp,
+        options=_options(args.options),
+        cuda_graph=args.cuda_graph,
+    )
+    if args.plot:
+        plot_fusion(f.table, args.plot, f"{args.model} layer, {args.phase} {args.batch}x{seq}: eager vs compiled")
+    if args.json:
+        print(json.dumps(f.to_dict(), indent=2, default=str))
+        return 0
+    t = f.totals()
+    print(
+        f"{args.model}, one decoder layer on {f.compiled.gpu}: {args.phase}, batch {args.batch} x {seq} tokens, "
+        f"context {args.context}, tp {args.tp}; eager vs torch.compile (Inductor), predicted"
+    )
+    table = f.table.drop(columns=["region"]).assign(kernel=f.table["kernel"].map(_short))
+    print(_fmt(table))
+    print(
+        f"eager: {t['eager_kernels']} kernels, device {t['eager_device_us']:,.1f} µs, wall {t['eager_wall_us']:,.1f} µs"
+    )
+    print(
+        f"compiled: {t['compile_kernels']} kernels, device {t['compile_device_us']:,.1f} µs, "
+        f"wall {t['compile_wall_us']:,.1f} µs"
+    )
+    print(f"predicted speedup: device {t['speedup']:.2f}x, wall {t['wall_speedup']:.2f}x")
+    for name, bad in (("eager", f.eager.unmapped), ("compiled", f.compiled.unmapped)):
+        for _, r in bad.iterrows():
+            print(f"  unmapped ({name}): {r['aten_op']}: {r['note']}")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def plot_fusion(table: pd.DataFrame, path: str, title: str) -> str:
+    """Eager vs compiled predicted µs per compiled kernel (each with the eager kernels it replaces)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(11, 0.3 * len(table) + 1.5))
+    y = np.arange(len(table))[::-1]
+    ax.barh(y + 0.2, table["eager_us"], height=0.4, color="#c44", label="eager kernels it replaces")
+    ax.barh(y - 0.2, table["compile_us"].fillna(0), height=0.4, color="#48c", label="compiled kernel")
+    ax.set_yticks(y, [f"{_short(k, 50)} ({f})" for k, f in zip(table["kernel"], table["family"])], fontsize=7)
+    ax.set_xlabel("predicted µs")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 MODEL_HELP = f"a config.json path or one of {', '.join(layers.config_names())}"
 
 
@@ -206,6 +294,19 @@ def add_parsers(sub) -> None:
     p.add_argument("--cuda-graph", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_layer)
+    p = sub.add_parser("fusion", help="one decoder layer eager vs torch.compile: fused kernels, what they replace")
+    p.add_argument("--model", default="llama3_8b", help=MODEL_HELP)
+    p.add_argument("--gpu", default="H200", help="an NVIDIA GPU name (Inductor writes Triton code for it)")
+    p.add_argument("--phase", default="prefill", choices=layers.PHASES)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, default=None, help="new tokens per sequence (prefill: required; decode: 1)")
+    p.add_argument("--context", type=int, default=0, help="tokens already in the KV cache (decode)")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (one rank's layer)")
+    p.add_argument("--options", help="Inductor options as a JSON object, e.g. '{\"max_fusion_size\": 4}'")
+    p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
+    p.add_argument("--plot", help="write a PNG of eager vs compiled µs per compiled kernel")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fusion)
     p = sub.add_parser("trace", help="a torch.profiler trace (or ncu CSV) against predictions and roofline floors")
     p.add_argument("file", help="Chrome trace JSON from torch.profiler (record_shapes=True), or an ncu raw CSV")
     p.add_argument("--gpu", default="H200", help="the GPU the trace was recorded on")

@@ -22,6 +22,18 @@ KERNEL_US = {"gemm": 59.9, "attention": 91.2, "elementwise": 34.2, "reduction": 
 GRAPH_GAP_US = 0.55
 
 
+#: host µs per launch of Inductor's wrapper (a compiled call): the probe's per-call costs above, without the layer
+#: fit's factor (the wrapper is straight-line Python: no modules, hooks or views between launches); a fused Triton
+#: kernel as a pointwise op. Not fitted on compiled calls (none was measured for wall time).
+COMPILED_KERNEL_US = {"gemm": 21.0, "attention": 32.0, "fused": 12.0, "elementwise": 12.0, "reduction": 14.0,
+                      "copy": 13.0, "moe": 25.0}  # fmt: skip
+
+
+def compiled_host_us(family: str | None) -> float:
+    """Host cost of one launch of a compiled call (an unmapped launch as a fused one)."""
+    return COMPILED_KERNEL_US.get(family or "fused", COMPILED_KERNEL_US["fused"])
+
+
 def host_us(family: str | None) -> float:
     """Host cost of one captured op: ``OP_US`` when it launches nothing, else its family's issue cost."""
     return OP_US if family is None else KERNEL_US.get(family, KERNEL_US["elementwise"])

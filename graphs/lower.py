@@ -34,7 +34,7 @@ POINTWISE = {
     **dict.fromkeys(("div", "div_", "reciprocal", "reciprocal_", "floor_divide", "remainder", "fmod"), "div"),
     **dict.fromkeys(("neg", "neg_"), "neg"),
     **dict.fromkeys(("abs", "abs_"), "abs"),
-    **dict.fromkeys(("clamp", "clamp_", "clamp_min", "clamp_max", "relu", "relu_", "hardtanh"), "clamp"),
+    **dict.fromkeys("clamp clamp_ clamp_min clamp_max relu relu_ hardtanh maximum minimum fmax fmin".split(), "clamp"),
     **dict.fromkeys(("where", "masked_fill", "masked_fill_"), "where"),
     **dict.fromkeys(("exp", "exp_"), "exp"),
     **dict.fromkeys(("log", "log_", "log1p"), "log"),

@@ -21,7 +21,7 @@ from kernelcast.graphs.capture import Capture, capture
 from kernelcast.graphs.lower import check_routing, lower
 from kernelcast.predictors.dispatch import predict_many
 
-MODES = ("eager",)
+MODES = ("eager", "compile")
 KERNEL_COLUMNS = (
     "aten_op",
     "family",
@@ -193,6 +193,7 @@ def predict_module(
     mode: str = "eager",
     cuda_graph: bool = False,
     routing: Any = "balanced",
+    options: Mapping[str, Any] | None = None,
 ) -> WorkloadPrediction:
     """Predict every kernel ``fn_or_module(*args, **kwargs)`` launches on ``gpu``, and the call's device and wall time.
 
@@ -210,6 +211,14 @@ def predict_module(
         raise ValueError(f"fn_or_module must be a callable or an nn.Module; got {type(fn_or_module).__name__}")
     get_gpu(gpu)  # a bad GPU name fails before any work
     args = args if isinstance(args, tuple) else (args,)
+    if options is not None and (mode != "compile" or not isinstance(options, Mapping)):
+        raise ValueError(f"options must be a mapping of Inductor options, with mode='compile'; got {options!r}")
+    if mode == "compile":
+        from kernelcast.graphs.compiled import predict_codes
+        from kernelcast.graphs.inductor import inductor_code
+
+        codes = inductor_code(fn_or_module, args, dict(kwargs or {}), gpu=gpu, options=dict(options or {}))
+        return predict_codes(codes, gpu, cuda_graph)
     routing = check_routing(routing)
     return predict_capture(capture(fn_or_module, args, dict(kwargs or {})), gpu, cuda_graph, mode, routing)
 

@@ -64,8 +64,8 @@ def test_data_dependent_op_is_an_error_naming_the_op():
 
 
 def test_bad_arguments_are_errors_naming_the_field():
-    with pytest.raises(ValueError, match="mode must be one of eager"):
-        predict_module(lambda x: x + 1, (meta(4),), gpu="H200", mode="compile")
+    with pytest.raises(ValueError, match="mode must be one of eager, compile; got 'trace'"):
+        predict_module(lambda x: x + 1, (meta(4),), gpu="H200", mode="trace")
     with pytest.raises(ValueError, match="gpu"):
         predict_module(lambda x: x + 1, (meta(4),), gpu="H9000")
     with pytest.raises(ValueError, match="cuda_graph"):
