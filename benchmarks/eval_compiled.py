@@ -1,6 +1,7 @@
 """Compile mode (``predict_module(mode="compile")``) against the H200's compiled-call measurements (issue 15).
 
-The measured sets are ``datasets/compiled/kernelcast_h200_sxm_20261201_*_tasks.parquet`` (one row per compiled call, CUPTI
+The measured sets are ``datasets/compiled/kernelcast_h200_sxm_20261201_*_tasks.parquet`` (one row per compiled
+call, CUPTI
 device time with the L2 flushed before each call). Everything here is predicted on this CPU from meta tensors with
 the output code Inductor writes for the H200 here (torch of this host), and nothing is fitted on these sets:
 

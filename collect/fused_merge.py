@@ -5,7 +5,8 @@ description (``features/ops/fused.describe``; ``code`` keeps the decorator, body
 boilerplate around them dropped) with its label (median of the call's repeats, p10/p90), where it ran in the call
 (``position``: 0 runs right after the L2 flush), the launch config Inductor's autotuning chose and the binary's
 registers/spills/shared memory, and the task it belongs to. ``datasets/compiled/..._<split>_tasks.parquet`` (not
-training rows: the compiled calls ``benchmarks/eval_compiled.py`` checks ``predict_module(mode="compile")`` on): per task the compiled call's and
+training rows: the compiled calls ``benchmarks/eval_compiled.py`` checks ``predict_module(mode="compile")`` on):
+per task the compiled call's and
 the eager call's device times, its kernels, the graph source or layer point, and (layers only) the output code.
 
 Usage: ``python -m kernelcast.collect.fused_merge RAW.jsonl.gz ... --name train --datasets datasets``.
