@@ -8,6 +8,9 @@ torch is imported inside the functions.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -54,9 +57,29 @@ def compile_code(
 
     with torch.no_grad():
         gm = make_fx(flat, tracing_mode="fake")(*tensors)
-        with inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})):
+        with (
+            inductor_config.patch(fx_graph_cache=False, benchmark_kernel=True, **(options or {})),
+            contextlib.redirect_stderr(_Without("Compiled module path: ", sys.stderr)),
+        ):
             compiled, codes = run_and_get_code(compile_fx, gm, tensors)
     return compiled, list(codes)
+
+
+class _Without(io.TextIOBase):
+    """``stream`` without the lines that start with ``prefix`` (``benchmark_kernel`` prints one per compile)."""
+
+    def __init__(self, prefix: str, stream):
+        self.prefix, self.stream, self.dropped = prefix, stream, False
+
+    def write(self, text: str) -> int:
+        drop = text.startswith(self.prefix) or (self.dropped and text == "\n")  # print writes its end apart
+        if not drop:
+            self.stream.write(text)
+        self.dropped = drop and text != "\n"
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 __all__ = ["compile_code", "functional"]
