@@ -2,9 +2,15 @@
 # The device command of issue 15's fused-kernel data on the lent nvidia-h200 (one GPU, 16 cores): random fusion graphs
 # (collect/fusion_graphs.py) and decoder layers compiled by Inductor in 14 worker processes, each task's GPU part
 # (autotune, timed compiled and eager calls, CUPTI, cold L2) under one lock (collect/fused_job.py).
-#   NAME=fused1 GRAPHS=0:2600 BOX=train LAYERS=80 CHOICES=40 LIMIT=560 bash benchmarks/results/collect_h200_20261201_fused.sh
-# Then, on the dev machine: the fused.jsonl.gz in <files_at> goes to datasets/fused/raw/ and
-#   python -m kernelcast.collect.fused_merge (writes datasets/fused/*.parquet; see datasets/README.md)
+# The calls of 2026-12-01 (their logs beside this file):
+#   NAME=fused1 GRAPHS=0:3400 BOX=train LAYERS=80 CHOICES=40 LIMIT=560
+#   NAME=fused3 GRAPHS=0:1600 BOX=test LIMIT=190; NAME=fused2 GRAPHS=3400:8400 BOX=train LIMIT=370 (one call)
+#   NAME=fused4 GRAPHS=0:4200 BOX=aligned LIMIT=380 (stalled after 570 graphs; its rows fetched by a second command)
+#   NAME=fused5 GRAPHS=576:4200 BOX=aligned LIMIT=170
+# each as: KERNELCAST_GIT_REV=<commit> NAME=... bash benchmarks/results/collect_h200_20261201_fused.sh
+# Then, on the dev machine, every call's <NAME>.jsonl.gz together:
+#   python -m kernelcast.collect.fused_merge fused1.jsonl.gz ... fused5.jsonl.gz --git-rev <commit>
+#   (writes datasets/fused/*.parquet and datasets/compiled/*_tasks.parquet; see datasets/README.md)
 set -u
 LIMIT=${LIMIT:-300}
 NAME=${NAME:-fused}
