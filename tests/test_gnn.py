@@ -23,7 +23,7 @@ TINY = GnnConfig(width=32, layers=2, max_epochs=3, batch_size=64, validation_per
 
 @pytest.fixture(scope="module")
 def rows():
-    frame = load_rows("fused", report=None)
+    frame = load_rows("fused", sources=("kernelcast",), report=None)  # no outside source has fused kernels
     return frame.sample(400, random_state=0).reset_index(drop=True)
 
 
