@@ -1,7 +1,7 @@
 """Learned models: shipped XGBoost models bound to their manifests, coverage, intervals, serving.
 
-A shipped model is ``models/<op>.ubj`` (the log-efficiency regressor, target
-log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj``
+A shipped model is ``models/<op>.ubj.gz`` (the log-efficiency regressor, target
+log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj.gz``
 (its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
 ``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint, metrics,
 versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
@@ -15,6 +15,7 @@ slower. Without xgboost installed ``load_model`` returns None and dispatch answe
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import importlib.util
 import json
@@ -39,7 +40,8 @@ from kernelcast.predictors.trees import Forest
 MODEL_DIR = Path(__file__).with_name("models")
 MANIFEST_FORMAT = 3  # 3: file hashes, config values seen (2: no hashes; 1: XGBoost categorical columns)
 #: the files of a shipped model besides its manifest, by role
-MODEL_FILES = {"booster": ".ubj", "quantile_booster": ".quantile.ubj", "forest": ".forest.npz"}
+#: the boosters are XGBoost UBJ gzipped (2.2-3x smaller: the shipped tree must travel to GPU hosts in a 64 MiB limit)
+MODEL_FILES = {"booster": ".ubj.gz", "quantile_booster": ".quantile.ubj.gz", "forest": ".forest.npz"}
 #: manifest keys serving reads
 REQUIRED_KEYS = (
     "format",
@@ -383,8 +385,10 @@ def _read_boosters(folder: Path, op: str, manifest: Mapping[str, Any]) -> tuple:
     for role in ("booster", "quantile_booster"):
         path = verified(folder, op, role, manifest)
         try:
-            out.append(xgb.Booster(model_file=str(path)))
-        except xgb.core.XGBoostError as exc:
+            booster = xgb.Booster()
+            booster.load_model(bytearray(gzip.decompress(path.read_bytes())))
+            out.append(booster)
+        except (OSError, EOFError, xgb.core.XGBoostError) as exc:  # gzip errors are OSError/EOFError
             raise ModelFileError(f"{path}: XGBoost cannot read it ({str(exc).splitlines()[0]})") from None
     return tuple(out)
 

@@ -33,7 +33,7 @@ GEMM = {
 
 
 def _copy(op: str, tmp_path: Path) -> Path:
-    for suffix in (".ubj", ".quantile.ubj", ".forest.npz", ".json"):
+    for suffix in (".ubj.gz", ".quantile.ubj.gz", ".forest.npz", ".json"):
         shutil.copy(learned.MODEL_DIR / f"{op}{suffix}", tmp_path / f"{op}{suffix}")
     return tmp_path
 
@@ -110,8 +110,8 @@ def test_a_truncated_booster_fails_at_load_with_its_name(tmp_path):
     if "gemm" not in SHIPPED:
         pytest.skip("no shipped gemm model")
     folder = _copy("gemm", tmp_path)
-    _corrupt(folder, "gemm.ubj", "truncate")
-    with pytest.raises(learned.ModelFileError, match=r"gemm.ubj: sha256 .* does not match"):
+    _corrupt(folder, "gemm.ubj.gz", "truncate")
+    with pytest.raises(learned.ModelFileError, match=r"gemm.ubj.gz: sha256 .* does not match"):
         learned.load_model("gemm", folder)
 
 

@@ -1,9 +1,10 @@
-"""Export a fitted LatencyRegressor as shipped files: <op>.ubj, <op>.quantile.ubj, <op>.forest.npz and the
+"""Export a fitted LatencyRegressor as shipped files: <op>.ubj.gz, <op>.quantile.ubj.gz, <op>.forest.npz and the
 <op>.json manifest."""
 
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 from collections.abc import Mapping
@@ -91,9 +92,12 @@ def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | No
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for suffix, booster in (("", model.booster_), (".quantile", model.quantile_booster_)):
-        path = out_dir / f"{op}{suffix}.ubj"
-        tmp = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
-        booster.save_model(str(tmp))
+        path = out_dir / f"{op}{MODEL_FILES['quantile_booster' if suffix else 'booster']}"
+        raw = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
+        booster.save_model(str(raw))
+        tmp = raw.with_suffix(".gz")
+        tmp.write_bytes(gzip.compress(raw.read_bytes(), compresslevel=9, mtime=0))
+        raw.unlink()
         os.replace(tmp, path)
         paths.append(path)
     paths.append(Forest.from_boosters(model.booster_, model.quantile_booster_).save(out_dir / f"{op}.forest.npz"))
