@@ -125,7 +125,8 @@ def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     return 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride))
 
 
-def _ints(text: str) -> tuple[int, ...]:
+def int_tuple(text: str) -> tuple[int, ...]:
+    """``'4096, 1'`` (a shape or stride as the code prints it) -> ``(4096, 1)``."""
     return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
 
 
@@ -314,15 +315,22 @@ def _ptr_bytes(signature: dict, ptr: str) -> int:
     return DTYPE_BYTES.get(str(signature.get(ptr, "")).lstrip("*"), 0)
 
 
+def _pointer_bytes(source: str, signature: dict) -> list[tuple[str, int, str]]:
+    """(pointer name, bytes its storage spans, torch dtype name) of each pointer argument, from ``get_args()``."""
+    shapes = _SHAPE.findall(source.split("def get_args():", 1)[-1])
+    ptrs = [k for k, v in signature.items() if str(v).startswith("*")]
+    return [
+        (ptr, _extent(int_tuple(shape), int_tuple(stride)) * TORCH_BYTES.get(dtype, 4), dtype)
+        for ptr, (shape, stride, dtype) in zip(ptrs, shapes)
+    ]
+
+
 def _arg_bytes(source: str, signature: dict) -> tuple[int, int, str]:
     """(bytes read, bytes written, dtype of the largest argument) from ``get_args()`` and the signature's names:
     ``in_ptr`` read, ``out_ptr`` written, ``in_out_ptr`` both."""
-    shapes = _SHAPE.findall(source.split("def get_args():", 1)[-1])
-    ptrs = [k for k, v in signature.items() if str(v).startswith("*")]
     read = write = 0
     biggest, size = "fp32", -1
-    for ptr, (shape, stride, dtype) in zip(ptrs, shapes):
-        n = _extent(_ints(shape), _ints(stride)) * TORCH_BYTES.get(dtype, 4)
+    for ptr, n, dtype in _pointer_bytes(source, signature):
         if ptr.startswith("in_out"):
             read, write = read + n, write + n
         elif ptr.startswith("out"):
@@ -364,17 +372,20 @@ _RUN = re.compile(r"^\s*(triton_\w+)\.run\((.*)\)\s*$")
 _EXTERN = re.compile(r"^\s*(?:(buf\d+) = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+\.\w+)\((.*)\)\s*$")
 
 
+_STRINGS = re.compile(r"'''.*?'''", re.S)
+_CALL = re.compile(r"^(\s*)def call\((?:self, )?args\):\s*$", re.M)
+
+
 def wrapper(code: str) -> list[str]:
-    """The lines of the output code's top-level ``call`` (the Triton kernels' own benchmark harnesses removed)."""
-    outside = _KERNEL.sub("", code)
-    lines = outside.splitlines()
-    starts = [i for i, line in enumerate(lines) if re.match(r"^\s*def call\((self, )?args\):", line)]
-    if not starts:
+    """The lines of the output code's top-level ``call`` (the Triton kernels' sources, each holding its own benchmark
+    ``call``, removed first); empty when the code has none."""
+    text = _STRINGS.sub("''", code)
+    found = list(_CALL.finditer(text))
+    if not found:
         return []
-    start = starts[-1]
-    indent = len(lines[start]) - len(lines[start].lstrip())
+    indent = len(found[-1][1])
     out = []
-    for line in lines[start + 1 :]:
+    for line in text[found[-1].end() :].splitlines():
         if line.strip() and len(line) - len(line.lstrip()) <= indent:
             break
         out.append(line)
@@ -420,19 +431,16 @@ def warm_bytes(code: str, l2_bytes: float) -> dict[str, int]:
 
     for line in wrapper(code):
         if m := _ALLOC.match(line):
-            size[m[1]] = _extent(_ints(m[2]), _ints(m[3])) * TORCH_BYTES.get(m[4], 4)
+            size[m[1]] = _extent(int_tuple(m[2]), int_tuple(m[3])) * TORCH_BYTES.get(m[4], 4)
             continue
         if m := _RUN.match(line):
             name = m[1]
             if name not in sources:
                 continue
-            signature = _dict(_literal(sources[name], "triton_meta")).get("signature", {})
-            ptrs = [k for k, v in signature.items() if str(v).startswith("*")]
-            shapes = _SHAPE.findall(sources[name].split("def get_args():", 1)[-1])
+            signature, _ = _metas(sources[name])
             args = [a for a in _split_args(m[2]) if not a.startswith("stream")]
             warm, writes = 0.0, []
-            for ptr, arg, (shape, stride, dtype) in zip(ptrs, args, shapes):
-                nbytes = _extent(_ints(shape), _ints(stride)) * TORCH_BYTES.get(dtype, 4)
+            for (ptr, nbytes, _), arg in zip(_pointer_bytes(sources[name], signature), args):
                 b = base(arg.split("(")[-1].split(",")[0].strip())
                 if not ptr.startswith("out") and b in written:
                     warm += min(nbytes, max(0.0, l2_bytes - (total - written[b])))
@@ -449,7 +457,7 @@ def warm_bytes(code: str, l2_bytes: float) -> dict[str, int]:
                 write(target, size.get(base(target), 0))
             continue
         if m := _ASSERT.match(line):
-            size.setdefault(base(m[1]), _extent(_ints(m[2]), _ints(m[3])) * 2)
+            size.setdefault(base(m[1]), _extent(int_tuple(m[2]), int_tuple(m[3])) * 2)
             continue
         if m := _ALIAS.match(line):
             if m[1] != m[2]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.fields import canonical_dtype
-from kernelcast.features.fused_code import triton_kernels, warm_bytes
+from kernelcast.features.fused_code import int_tuple, triton_kernels, warm_bytes, wrapper
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
 from kernelcast.graphs import host
@@ -33,7 +33,6 @@ from kernelcast.predictors.dispatch import predict_many
 
 _STRINGS = re.compile(r"'''.*?'''", re.S)
 _REGION = re.compile(r"#\s*Topologically Sorted Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
-_CALL = re.compile(r"^(\s*)def call\((?:self, )?args\):\s*$", re.M)
 _GET_ARGS = re.compile(r"^(\w+) = rand_strided\(\(([^)]*)\), \(([^)]*)\), device='[^']*', dtype=torch\.(\w+)\)", re.M)
 #: calls of the wrapper that launch nothing: allocation, views, checks, stream and device handling
 NO_LAUNCH = frozenset(
@@ -62,10 +61,6 @@ class Launch:
     note: str = ""
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-
-
 def _dtype(name: str) -> str:
     return name.removeprefix("torch.")
 
@@ -85,19 +80,11 @@ def _contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 
 
 def call_body(code: str) -> list[str]:
-    """The lines of the wrapper's ``call`` (kernel sources, which hold their own ``call``, removed first)."""
-    text = _STRINGS.sub("''", code)
-    found = list(_CALL.finditer(text))
-    if not found:
+    """The lines of the wrapper's ``call`` (``fused_code.wrapper``); an error where the code has none."""
+    body = wrapper(code)
+    if not body:
         raise ValueError("Inductor's output code has no wrapper call(args) function")
-    match = found[-1]
-    indent = len(match[1])
-    out = []
-    for line in text[match.end() :].splitlines():
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        out.append(line)
-    return out
+    return body
 
 
 def _statements(line: str) -> list[str]:
@@ -120,7 +107,8 @@ class _Tensors:
     def __init__(self, code: str, body: list[str]):
         text = _STRINGS.sub("''", code)
         self.metas: dict[str, TensorMeta] = {
-            m[1]: _meta(_ints(m[2]), _ints(m[3]), m[4]) for m in _GET_ARGS.finditer(text.split("def get_args", 1)[-1])
+            m[1]: _meta(int_tuple(m[2]), int_tuple(m[3]), m[4])
+            for m in _GET_ARGS.finditer(text.split("def get_args", 1)[-1])
         }
         self.items: dict[str, list[str]] = {}  # buf7 -> [buf8, ...] names bound to buf7[i]
         self.dtypes: dict[str, str] = {}  # a fallback's result (and its items): its first tensor input's dtype
