@@ -189,10 +189,11 @@ def check_row(op: str, row: Mapping[str, Any]) -> None:
     table_from_rows([row], row_schema(op, *optional_columns(op, row)))
 
 
-def write_atomic(table: pa.Table, path: str | os.PathLike) -> None:
-    """Write parquet to a temp file in the same folder, then ``os.replace`` it onto ``path``."""
+def write_atomic(table: pa.Table, path: str | os.PathLike, **options) -> None:
+    """Write parquet to a temp file in the same folder, then ``os.replace`` it onto ``path``; ``options`` go to
+    ``pyarrow.parquet.write_table`` (e.g. compression)."""
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, **options)
 
 
 def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None) -> pa.Table:

@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from kernelcast.collect.dataset import atomic_path
+from kernelcast.collect.dataset import write_atomic
 from kernelcast.features import fused_code
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
@@ -142,9 +141,7 @@ def task_row(row: dict) -> dict:
 
 
 def _write(rows: list[dict], path: Path) -> None:
-    table = pa.Table.from_pylist(rows)
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", compression_level=19)
+    write_atomic(pa.Table.from_pylist(rows), path, compression="zstd", compression_level=19)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
