@@ -127,25 +127,15 @@ def predict_model(
         )
     )
     if tp > 1:
-        nbytes = batch * seq * cfg["hidden_size"] * 2
-        ar = predict_latency(
-            {
-                "op": "collective",
-                "gpu": gpu_name,
-                "dtype": "bf16",
-                "backend": "nccl",
-                "collective": "all_reduce",
-                "bytes": nbytes,
-                "ranks": tp,
-            }
-        )
-        count = 2 * cfg["num_hidden_layers"]
-        rows.append(
-            _part(f"all_reduce {nbytes:,} B x{tp}", count, ar.latency_us, ar.latency_us, ar.low_us, ar.high_us, 1)
-        )
-        rows += _vocab_collectives(cfg, gpu_name, batch, seq, tp)
+        hidden_bytes = batch * seq * cfg["hidden_size"] * 2
+        rows += [
+            _collective("", "all_reduce", hidden_bytes, 2 * cfg["num_hidden_layers"], gpu_name, tp),
+            # the vocab-parallel head: each rank embeds the tokens of its vocabulary shard, then computes its logits
+            _collective("embedding ", "all_reduce", hidden_bytes, 1, gpu_name, tp),
+            _collective("logits ", "all_gather", batch * _vocab_rows(cfg, tp) * tp * 2, 1, gpu_name, tp),
+        ]
         notes.append("TP all_reduces not overlapped with compute (eager PyTorch runs them in stream order)")
-        notes.append(f"vocab-parallel embedding and LM head: {-(-cfg['vocab_size'] // tp):,} vocabulary rows per rank")
+        notes.append(f"vocab-parallel embedding and LM head: {_vocab_rows(cfg, tp):,} vocabulary rows per rank")
     parts = pd.DataFrame(rows)
     tot = {c: float((parts[c] * parts["count"]).sum()) for c in ("device_us", "wall_us", "low_us", "high_us")}
     tokens = batch * seq
@@ -181,14 +171,13 @@ def _part(name: str, count: int, device: float, wall: float, low: float, high: f
 def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp: int = 1) -> WorkloadPrediction:
     """Embedding of the step's tokens, the final norm and the LM head on each sequence's last token. Under ``tp`` the
     vocabulary is sharded as in Megatron/vLLM (vocab-parallel embedding and LM head: ``ceil(vocab / tp)`` rows per
-    rank); the collectives that join the shards are ``_vocab_collectives``."""
+    rank); ``predict_model`` adds the collectives that join the shards."""
     import torch
     import torch.nn.functional as F
 
     ids = torch.empty(batch, seq, dtype=torch.long, device="meta")
-    rows = -(-cfg["vocab_size"] // tp)
-    emb = torch.empty(rows, cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
-    lm = torch.empty(rows, cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
+    emb = torch.empty(_vocab_rows(cfg, tp), cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
+    lm = torch.empty(_vocab_rows(cfg, tp), cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
 
     def head():
         h = F.embedding(ids, emb) if tp > 1 else model.model.embed_tokens(ids)
@@ -198,18 +187,16 @@ def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp
     return predict_module(head, gpu=gpu, cuda_graph=cuda_graph)
 
 
-def _vocab_collectives(cfg: dict, gpu: str, batch: int, seq: int, tp: int) -> list[dict]:
-    """The vocab-parallel head's collectives: an all_reduce of the embedded tokens (each rank holds the rows of its
-    vocabulary shard) and an all_gather of the last tokens' logits."""
-    out = []
-    for name, collective, nbytes in (
-        ("embedding all_reduce", "all_reduce", batch * seq * cfg["hidden_size"] * 2),
-        ("logits all_gather", "all_gather", batch * -(-cfg["vocab_size"] // tp) * tp * 2),
-    ):
-        desc = {"op": "collective", "gpu": gpu, "dtype": "bf16", "backend": "nccl", "collective": collective}
-        p = predict_latency({**desc, "bytes": nbytes, "ranks": tp})
-        out.append(_part(f"{name} {nbytes:,} B x{tp}", 1, p.latency_us, p.latency_us, p.low_us, p.high_us, 1))
-    return out
+def _vocab_rows(cfg: dict, tp: int) -> int:
+    """Vocabulary rows each rank holds under ``tp`` (``ceil(vocab / tp)``)."""
+    return -(-cfg["vocab_size"] // tp)
+
+
+def _collective(prefix: str, collective: str, nbytes: int, count: int, gpu: str, tp: int) -> dict:
+    """A part of ``count`` NCCL ``collective`` calls of ``nbytes`` over ``tp`` ranks, from the collective model."""
+    desc = {"op": "collective", "gpu": gpu, "dtype": "bf16", "backend": "nccl", "collective": collective}
+    p = predict_latency({**desc, "bytes": nbytes, "ranks": tp})
+    return _part(f"{prefix}{collective} {nbytes:,} B x{tp}", count, p.latency_us, p.latency_us, p.low_us, p.high_us, 1)
 
 
 __all__ = ["ModelPrediction", "predict_model"]
