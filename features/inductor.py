@@ -83,3 +83,39 @@ class _Without(io.TextIOBase):
 
 
 __all__ = ["compile_code", "functional"]
+
+
+class _TargetDriver:
+    """Triton's active driver for a GPU that is not here: the compile target only, no device to launch on."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cuda", 0)
+
+
+@contextlib.contextmanager
+def triton_target(capability: int, warp_size: int = 32):
+    """Triton compiles for CUDA compute ``capability`` (90 for sm_90) while open, on a host with no GPU: used by
+    CPU-side Inductor codegen (``graphs/fake_cuda.py``) and the compile facts (``collect/compile_facts.py``)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    saved = driver._active
+    driver.set_active(_TargetDriver(GPUTarget("cuda", capability, warp_size)))
+    try:
+        yield
+    finally:
+        driver._active = saved

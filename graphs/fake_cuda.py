@@ -95,38 +95,12 @@ def _device_caches() -> list[Callable]:
     return [ut.has_triton, hints.DeviceProperties.create, *(getattr(iu, n) for n in names if hasattr(iu, n))]
 
 
-class _Driver:
-    """Triton's active driver while the fake device is open: the target only, no device to launch on."""
-
-    def __init__(self, target) -> None:
-        self.target = target
-
-    def get_current_target(self):
-        return self.target
-
-    def get_current_device(self) -> int:
-        return 0
-
-    def get_current_stream(self, device=None) -> int:
-        return 0
-
-    def get_active_torch_device(self):
-        import torch
-
-        return torch.device("cuda", 0)
-
-
 @contextlib.contextmanager
 def _triton_driver(props: FakeProps) -> Iterator[None]:
-    from triton.backends.compiler import GPUTarget
-    from triton.runtime.driver import driver
+    from kernelcast.features.inductor import triton_target
 
-    saved = driver._active
-    driver.set_active(_Driver(GPUTarget("cuda", props.major * 10 + props.minor, props.warp_size)))
-    try:
+    with triton_target(props.major * 10 + props.minor, props.warp_size):
         yield
-    finally:
-        driver._active = saved
 
 
 def _unloaded(key: str, path: str, *args, **kwargs) -> types.ModuleType:

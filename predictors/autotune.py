@@ -100,11 +100,13 @@ def triton_perf_model(
     shape = dict(SHAPE_ARGS[spec.name] if shape_args is None else shape_args)
     names = dict(CONFIG_ARGS[spec.name] if config_args is None else config_args)
     base = {"op": spec.name, "gpu": gpu, "backend": "triton", **(fixed or {})}
+    # a default config key the mapping leaves out (a kernel with no SPLIT_K argument runs unsplit)
+    defaults = {k: v for k, v in CONFIG_DEFAULTS.items() if k in CONFIG_ARGS[spec.name]}
 
     def perf_model(**kwargs: Any) -> float:
         desc = {**base, **_pick(kwargs, shape, "shape", {})}
         desc["dtype"] = dtype if dtype is not None else desc.get("dtype") or _dtype_of(kwargs)
-        desc["config"] = _pick(kwargs, names, "config", CONFIG_DEFAULTS)
+        desc["config"] = {**defaults, **_pick(kwargs, names, "config", CONFIG_DEFAULTS)}
         return predict_latency(desc, predictor).latency_us
 
     return perf_model

@@ -1,0 +1,202 @@
+"""What Triton makes of a kernelcast Triton config for a GPU, found on any host (no GPU needed): per kernel of
+the call, the shared memory a CTA needs, registers per thread and the stack frame (where spilled registers go).
+
+A config's latency is set by these more than by its numbers: a tile whose accumulators and pointers do not fit
+255 registers spills to local memory; operand loads that cannot vectorize are not multi-buffered, so
+``num_stages`` buys no shared memory (and no pipelining) there. Each compile class (``backend.compile_key``) is
+built on meta tensors, as ``collect.precompile`` does, under a target-only Triton driver for the GPU's
+architecture; ``JITFunction.warmup`` compiles it as the real call would be compiled. Registers and stack come
+from ``cuobjdump -res-usage`` on the cubin (the tool ships with Triton). A config whose shared memory exceeds
+the GPU's per-block limit compiles here; on the GPU it is the ``OutOfResources`` row::
+
+    python -m kernelcast.collect.compile_facts --datasets datasets/gemm --backend triton --gpu H200 \\
+        --workers 2 --out features/data/triton_facts_h200.jsonl
+
+Resumable: classes already in ``--out`` are skipped; one JSON line per class, appended as each finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from kernelcast.features.desc import Desc, parse_desc
+
+_RESOURCE = re.compile(r"\b(REG|STACK|SHARED|LOCAL):(\d+)")
+
+
+def _cuobjdump() -> str:
+    import triton
+
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    found = bundled if os.path.exists(bundled) else shutil.which("cuobjdump")
+    if not found:
+        raise FileNotFoundError("cuobjdump: not bundled with this triton and not on PATH")
+    return found
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """REG, STACK, SHARED (static), LOCAL of the one function in ``cubin``, as ``cuobjdump -res-usage`` prints them."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        out = subprocess.run([_cuobjdump(), "-res-usage", fh.name], capture_output=True, text=True, check=True).stdout
+    usage = {k.lower(): int(v) for k, v in _RESOURCE.findall(out)}
+    if "reg" not in usage:
+        raise ValueError(f"cuobjdump -res-usage printed no REG line: {out[:200]!r}")
+    return usage
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[list]:
+    """Every kernel ``JITFunction.warmup`` returns while open, with its function's name."""
+    from triton.runtime.jit import JITFunction
+
+    seen: list = []
+    original = JITFunction.warmup
+
+    def warmup(self, *args, **kwargs):
+        kernel = original(self, *args, **kwargs)
+        seen.append((self.__name__, kernel))
+        return kernel
+
+    JITFunction.warmup = warmup
+    try:
+        yield seen
+    finally:
+        JITFunction.warmup = original
+
+
+def capability(gpu_name: str) -> int:
+    """The CUDA compute capability of a database GPU as Triton names targets (sm_90a -> 90)."""
+    from kernelcast.features.gpu import get_gpu
+
+    spec = get_gpu(gpu_name)
+    match = re.fullmatch(r"sm_(\d+)a?", spec.target)
+    if spec.vendor != "nvidia" or match is None:
+        raise ValueError(f"gpu: compile facts need an NVIDIA target; {spec.name!r} has target {spec.target!r}")
+    return int(match[1])
+
+
+def facts_of(desc: Desc, gpu_name: str) -> list[dict[str, Any]]:
+    """One record per kernel ``desc``'s call compiles to on ``gpu_name``: name, shared bytes, registers, stack."""
+    from kernelcast.collect.workloads import get_backend
+    from kernelcast.features.gpu import get_gpu
+    from kernelcast.features.inductor import triton_target
+
+    limit = int(get_gpu(gpu_name).shared_memory_per_block_bytes)
+    start = time.perf_counter()
+    with triton_target(capability(gpu_name)), _recording() as seen:
+        get_backend(desc.op, desc.backend).compile_only(desc)
+    out = []
+    for name, kernel in seen:
+        usage = resource_usage(kernel.asm["cubin"])
+        shared = int(kernel.metadata.shared)
+        out.append(
+            {
+                "kernel": name,
+                "shared_bytes": shared,
+                "fits_shared": shared <= limit,
+                "registers": usage["reg"],
+                "stack_bytes": usage.get("stack", 0),
+                "local_bytes": usage.get("local", 0),
+                "num_warps": int(kernel.metadata.num_warps),
+            }
+        )
+    if not out:
+        raise RuntimeError(f"{desc.key()}: the call compiled no Triton kernel")
+    out[0]["seconds"] = round(time.perf_counter() - start, 3)
+    return out
+
+
+def class_id(desc: Desc) -> str:
+    """A stable text name of ``desc``'s compile class (the join key of a facts file)."""
+    from kernelcast.collect.precompile import compile_key
+
+    return json.dumps(compile_key(desc), default=list)
+
+
+def _one(args: tuple[dict, str]) -> dict[str, Any]:
+    desc_dict, gpu_name = args
+    desc = parse_desc(desc_dict)
+    record = {"class": class_id(desc), "gpu": gpu_name, "desc": desc_dict}
+    try:
+        record["kernels"] = facts_of(desc, gpu_name)
+    except Exception as exc:  # noqa: BLE001 - recorded once per class, the run goes on
+        record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return record
+
+
+def collect_facts(descs: Iterable[Desc], gpu_name: str, out: str | os.PathLike, workers: int = 2) -> dict[str, Any]:
+    """Compile facts for every compile class of ``descs`` not yet in ``out`` (JSON lines, appended); a summary."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    done = set()
+    if os.path.exists(out):
+        with open(out) as fh:
+            done = {json.loads(line)["class"] for line in fh if line.strip()}
+    todo: dict[str, Desc] = {}
+    for desc in descs:
+        cid = class_id(desc)
+        if cid not in done and cid not in todo:
+            todo[cid] = desc
+    start, failed = time.perf_counter(), 0
+    with open(out, "a") as fh, ProcessPoolExecutor(max(1, workers), mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_one, (d.to_dict(), gpu_name)) for d in todo.values()]
+        for i, fut in enumerate(as_completed(futures), 1):
+            rec = fut.result()
+            failed += "error" in rec
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            print(f"\rcompile facts {i}/{len(futures)} ({failed} failed)", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return {
+        "classes": len(todo),
+        "already": len(done),
+        "failed": failed,
+        "wall_s": round(time.perf_counter() - start, 1),
+        "out": str(out),
+    }
+
+
+def _descs_of(paths: Sequence[str], backend: str) -> list[Desc]:
+    import glob
+
+    import pandas as pd
+
+    from kernelcast.features.desc import from_row
+
+    files = [f for p in paths for f in (sorted(glob.glob(os.path.join(p, "*.parquet"))) if os.path.isdir(p) else [p])]
+    if not files:
+        raise FileNotFoundError(f"--datasets: no parquet files under {', '.join(paths)}")
+    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    frame = frame[frame["backend"] == backend]
+    return [from_row(r) for r in frame.to_dict("records")]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="compile facts (shared memory, registers, stack) of Triton configs")
+    p.add_argument("--datasets", nargs="+", required=True, help="parquet files or folders of measured rows")
+    p.add_argument("--backend", default="triton")
+    p.add_argument("--gpu", default="H200")
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
+    p.add_argument("--out", required=True, help="JSON lines, appended (resumable)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = p.parse_args(argv)
+    summary = collect_facts(_descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers)
+    print(json.dumps(summary) if args.json else ", ".join(f"{k}: {v}" for k, v in summary.items()))
+
+
+if __name__ == "__main__":
+    main()
