@@ -32,14 +32,19 @@ def evaluate(op: str) -> list[dict]:
     analytical = predict_many(descs, predictor="analytical")
     measured = rows["latency_us"].to_numpy(dtype=np.float64)
     out = []
-    for backend in sorted(rows["backend"].unique()):
-        mine = (rows["backend"] == backend).to_numpy()
+    sets = rows["file"].str.extract(r"_([a-z0-9]+)\.parquet$")[0].fillna("test")  # test, test2, tune, ...
+    groups = [(b, None, (rows["backend"] == b).to_numpy()) for b in sorted(rows["backend"].unique())]
+    for backend, _, mine in list(groups):
+        if sets[mine].nunique() > 1:  # a backend with several test sets: each one too
+            groups += [(backend, s, mine & (sets == s).to_numpy()) for s in sorted(sets[mine].unique())]
+    for backend, test_set, mine in groups:
         got = learned[mine]
         stats = metrics(measured[mine], got["latency_us"].to_numpy(dtype=np.float64), got["low_us"], got["high_us"])
         out.append(
             {
                 "op": op,
                 "backend": backend,
+                "set": test_set or "all",
                 "rows": int(mine.sum()),
                 "learned": stats,
                 "analytical": metrics(measured[mine], analytical["latency_us"].to_numpy(dtype=np.float64)[mine]),
@@ -57,14 +62,15 @@ def main() -> None:
     args = ap.parse_args()
     table = [r for op in op_names() for r in evaluate(op)]
     head = (
-        f"{'op':<10}{'backend':<9}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
+        f"{'op':<10}{'backend':<9}{'set':<7}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
         f"{'cov80':>6}  {'in-dist':>7}"
     )
     print(head)
     for r in table:
         pct = lambda s: f"{s['median_ape'] * 100:5.1f} /{s['p90_ape'] * 100:5.1f}%"
         print(
-            f"{r['op']:<10}{r['backend']:<9}{r['rows']:>6}  {pct(r['learned']):>16}  {pct(r['analytical']):>19}  "
+            f"{r['op']:<10}{r['backend']:<9}{r['set']:<7}{r['rows']:>6}  {pct(r['learned']):>16}  "
+            f"{pct(r['analytical']):>19}  "
             f"{r['interval_coverage'] * 100:5.1f}%  {r['in_distribution_share'] * 100:6.1f}%"
         )
     args.json_out.parent.mkdir(parents=True, exist_ok=True)

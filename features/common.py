@@ -295,20 +295,20 @@ def _smem_limit(gpu: str) -> float:
     return float(get_gpu(gpu).shared_memory_per_block_bytes)
 
 
-def shared_memory_rule(stage_bytes, keys: tuple[str, ...], formula: str) -> Rule:
-    """Reject a Triton config whose tiles for a single pipeline stage exceed the GPU's shared memory per block.
+def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
+    """Reject a Triton config whose shared memory per CTA exceeds the GPU's per-block limit, with the numbers.
 
-    ``stage_bytes(cols, cfg, elem_bytes)`` is the op's operand tiles of one stage in bytes (``cfg``: the config
-    values of ``keys``). One stage is a lower bound on what Triton allocates: with ``num_stages`` stages it
-    usually needs ``num_stages`` times that, but on our H200 rows 951 GEMM and 323 attention configs over that
-    estimate ran (Triton keeps fewer stages for some shapes, e.g. unaligned operands), so only configs that no
-    shape can fit are refused. Registers are not a rejection: a CTA short of registers spills to local memory and
-    runs (configs with 256 fp32 accumulators per thread ran on the H200), which the occupancy features describe."""
+    ``need_bytes(cols, cfg, elem_bytes)`` is what the op's kernel allocates, or a lower bound of it (``cfg``: the
+    config values of ``keys``). GEMM gives Triton's pipelined allocation (``ops.gemm.triton_gemm_shared``: it
+    predicts the status of every measured H200 row); attention and MoE give one pipeline stage of their tiles, a
+    lower bound, so only configs that no shape can fit are refused there. Registers are not a rejection: a CTA
+    short of registers spills to local memory and runs (configs with 256 fp32 accumulators per thread ran on the
+    H200), which the occupancy features describe."""
 
     def _bytes(c):
         cfg = triton_configs(c)
         values = dict(zip(keys, config_values(cfg, keys, (np.nan,) * len(keys))))
-        need = stage_bytes(c, values, lookup(c["dtype"], "bytes"))
+        need = need_bytes(c, values, lookup(c["dtype"], "bytes"))
         limit = np.asarray([_smem_limit(g) for g in np.atleast_1d(np.asarray(c["gpu"], dtype=object))])
         return np.asarray(need, dtype=np.float64), limit
 
@@ -326,7 +326,7 @@ def shared_memory_rule(stage_bytes, keys: tuple[str, ...], formula: str) -> Rule
         need, limit = (float(v[0]) for v in _bytes(c))
         return (
             f"a config that fits {c['gpu']}'s {limit:.0f} B ({limit / 1024:g} KiB) of shared memory per block: "
-            f"one pipeline stage of its tiles ({formula}) needs {need:.0f} B ({need / 1024:g} KiB)"
+            f"{formula} needs {need:.0f} B ({need / 1024:g} KiB)"
         )
 
     return Rule("config", ok, allowed)

@@ -23,7 +23,8 @@ SOURCES = ("kernelcast", "aiconfigurator")
 #: our own measurements: training keeps every one of their rows (``subsample``)
 OWN_SOURCE = "kernelcast"
 #: columns kept beside the description fields (``role``: the card's role of the row's file)
-KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role", "task")  # task: fused calls
+#: (task: fused calls; file: the card's file a row came from)
+KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role", "task", "file")
 #: the dataset card's machine-readable file list (datasets/README.md names it)
 CARD_FILES = "files.toml"
 #: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on
@@ -55,14 +56,15 @@ def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
 
 
 def _read_parquet(files: list[tuple[Path, str]]) -> pd.DataFrame:
-    """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role."""
+    """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role
+    and name."""
     import pyarrow as pa
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
 
     schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f, _ in files])
     parts = [
-        pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role)
+        pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role, file=f.name)
         for f, role in files
     ]
     return pd.concat(parts, ignore_index=True)

@@ -142,7 +142,8 @@ SPEC = register(
             shared_memory_rule(
                 lambda c, t, e: (2 * t["block_n"] + t["block_m"]) * np.asarray(c["head_dim"], dtype=np.float64) * e,
                 ("block_m", "block_n"),
-                "(K and V block_n×head_dim tiles + the block_m×head_dim Q tile) × element bytes",
+                "one pipeline stage of its tiles ((K and V block_n×head_dim tiles + the block_m×head_dim Q tile) "
+                "× element bytes)",
             ),
         ),
         triton_config=TritonConfig(

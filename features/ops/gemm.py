@@ -3,6 +3,8 @@ analytical efficiency."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from kernelcast.features.common import (
@@ -28,6 +30,7 @@ from kernelcast.features.fields import (
     TritonConfig,
     canonical_dtype,
 )
+from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops import OpSpec, register
 
 #: cuBLAS-like tile candidates (block_m, block_n, relative throughput of one tile): the heuristic
@@ -173,20 +176,55 @@ def gemm_flops(cols) -> np.ndarray:
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(base)}
+    return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(cols, gpu, base)}
 
 
-def occupancy_features(base) -> dict[str, np.ndarray]:
-    """How a Triton config sits on an SM (``features.common.resident_ctas``): stages of A and B tiles in shared
-    memory, bm×bn fp32 accumulators over the warps; plus the tile's arithmetic intensity and K steps per stage.
-    NaN where no config says what ran (the library's kernels)."""
+def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shared memory per CTA (bytes) of kernelcast's Triton GEMM and the pipeline buffers of A and B.
+
+    What Triton 3.6 allocates on sm_90 (compile facts of 2,135 compile classes, collect/compile_facts.py; with it
+    the status of all 81,446 measured H200 Triton GEMM rows, ok or OutOfResources, is predicted exactly): an
+    operand whose rows are a multiple of 16 elements (A: k; B: k in nt, n in nn; and the batch stride when
+    batched) is copied asynchronously into num_stages − 1 ring buffers, one more when the dot runs on wgmma
+    (sm_90+, block_m a multiple of 64, whole warpgroups); a ragged operand goes through registers into one buffer.
+    ``cfg`` maps block_m, block_n, block_k, num_warps, num_stages to arrays (NaN: no Triton config)."""
+    m, n, k, batch = (np.atleast_1d(np.asarray(cols[c], dtype=np.float64)) for c in ("m", "n", "k", "batch"))
+    bm, bn, bk, warps, stages = (cfg[c] for c in ("block_m", "block_n", "block_k", "num_warps", "num_stages"))
+    layout = cols.get("layout")
+    nt = np.ones(len(m), dtype=bool) if layout is None else np.atleast_1d(np.asarray(layout, dtype=object)) != "nn"
+    single = batch <= 1
+    vec_a = (k % 16 == 0) & (single | (m * k % 16 == 0))
+    vec_b = np.where(nt, k % 16 == 0, n % 16 == 0) & (single | (n * k % 16 == 0))
+    names, codes = np.unique(np.atleast_1d(np.asarray(cols["gpu"], dtype=object)).astype(str), return_inverse=True)
+    hopper = np.asarray([_wgmma_target(g) for g in names])[codes]
+    wgmma = hopper & (bm % 64 == 0) & (warps % 4 == 0)
+    ring = stages - 1 + wgmma
+    buf_a, buf_b = np.where(vec_a, ring, 1.0), np.where(vec_b, ring, 1.0)
+    return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b
+
+
+def _wgmma_target(gpu: str) -> bool:
+    """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
+    (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
+    match = re.fullmatch(r"sm_(\d+)\d[a-z]?", get_gpu(gpu).target)
+    return match is not None and int(match[1]) in (9, 10)
+
+
+def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
+    """How a Triton config sits on an SM (``features.common.resident_ctas``): A and B tiles in their pipeline
+    buffers (``triton_gemm_shared``), bm×bn fp32 accumulators over the warps; plus the tile's arithmetic intensity,
+    K steps per stage and whether the operands are pipelined. NaN where no config says what ran (the library's
+    kernels)."""
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
-    smem = base["num_stages"] * (bm * bk + bk * bn) * base["elem_bytes"]
+    cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": base["num_stages"]}
+    smem, buf_a, buf_b = triton_gemm_shared(cols, cfg, base["elem_bytes"])
     return {
         **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
         "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
         "k_iterations_per_stage": base["k_iterations"] / base["num_stages"],
         "warp_tile": bm * bn / warps,
+        "buffers_a": buf_a,
+        "buffers_b": buf_b,
     }
 
 
@@ -250,9 +288,10 @@ SPEC = register(
                 ),
             ),
             shared_memory_rule(
-                lambda c, t, e: (t["block_m"] * t["block_k"] + t["block_k"] * t["block_n"]) * e,
-                ("block_m", "block_n", "block_k"),
-                "(block_m·block_k + block_k·block_n) × element bytes",
+                lambda c, t, e: triton_gemm_shared(c, t, e)[0],
+                ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
+                "its A and B tiles (block_m·block_k, block_k·block_n × element bytes) in their pipeline buffers "
+                "(num_stages − 1, + 1 on wgmma; 1 for an operand whose rows are not a multiple of 16 elements)",
             ),
         ),
         triton_config=TritonConfig(

@@ -315,7 +315,7 @@ SPEC = register(
             shared_memory_rule(
                 lambda c, t, e: (t["block_m"] * t["block_k"] + t["block_k"] * t["block_n"]) * e,
                 ("block_m", "block_n", "block_k"),
-                "(block_m·block_k + block_k·block_n) × element bytes",
+                "one pipeline stage of its tiles ((block_m·block_k + block_k·block_n) × element bytes)",
             ),
         ),
         triton_config=TritonConfig(
