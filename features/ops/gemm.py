@@ -10,6 +10,7 @@ import numpy as np
 from kernelcast.features.common import (
     clock_features,
     config_values,
+    latency_scale,
     lookup,
     peak_per_row,
     per_backend,
@@ -179,8 +180,9 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(cols, gpu, base)}
 
 
-def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shared memory per CTA (bytes) of kernelcast's Triton GEMM and the pipeline buffers of A and B.
+def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
+    """Shared memory per CTA (bytes) of kernelcast's Triton GEMM, the pipeline buffers of A and B, and whether
+    each operand is vectorized.
 
     What Triton 3.6 allocates on sm_90 (compile facts of 2,135 compile classes, collect/compile_facts.py; with it
     the status of all 81,446 measured H200 Triton GEMM rows, ok or OutOfResources, is predicted exactly): an
@@ -198,9 +200,9 @@ def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, np.ndarray, n
     names, codes = np.unique(np.atleast_1d(np.asarray(cols["gpu"], dtype=object)).astype(str), return_inverse=True)
     hopper = np.asarray([_wgmma_target(g) for g in names])[codes]
     wgmma = hopper & (bm % 64 == 0) & (warps % 4 == 0)
-    ring = stages - 1 + wgmma
-    buf_a, buf_b = np.where(vec_a, ring, 1.0), np.where(vec_b, ring, 1.0)
-    return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b
+    ring = stages - 1 + wgmma  # NaN without a config
+    buf_a, buf_b = np.where(vec_a, ring, ring * 0 + 1), np.where(vec_b, ring, ring * 0 + 1)
+    return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b
 
 
 def _wgmma_target(gpu: str) -> bool:
@@ -217,7 +219,8 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     kernels)."""
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
     cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": base["num_stages"]}
-    smem, buf_a, buf_b = triton_gemm_shared(cols, cfg, base["elem_bytes"])
+    smem, buf_a, buf_b, vec_a, vec_b = triton_gemm_shared(cols, cfg, base["elem_bytes"])
+    scalar = scalar_load_us(cols, base, vec_a, vec_b)
     return {
         **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
         "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
@@ -225,7 +228,33 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
         "warp_tile": bm * bn / warps,
         "buffers_a": buf_a,
         "buffers_b": buf_b,
+        "scalar_load_us": scalar,
+        "scalar_load_share": scalar / (scalar + base["floor_us"]),
     }
+
+
+#: elements one SM loads per clock when each thread loads one element per instruction: one warp-wide load
+#: instruction per clock through the SM's load/store path
+SCALAR_LOADS_PER_SM_CLOCK = 32
+
+
+def scalar_load_us(cols, base, vec_a, vec_b) -> np.ndarray:
+    """The floor of a Triton GEMM whose operand rows are ragged (``triton_gemm_shared``: one buffer, loaded
+    through registers): every CTA loads its block_m×K strip of A and K×block_n strip of B one element per thread
+    per instruction, so the operand loads, not the tensor cores, bound it (µs; 0 when both are vectorized, NaN
+    without a config). The learned target is taken over it where it exceeds the roofline floor."""
+    k = np.atleast_1d(np.asarray(cols["k"], dtype=np.float64))
+    ctas = base["tiles"]  # tiles × split-K slices: each slice loads its share of K
+    ragged = np.where(vec_a, 0.0, base["block_m"]) + np.where(vec_b, 0.0, base["block_n"])
+    ragged = np.where(np.isnan(base["num_stages"]), np.nan, ragged)  # no config: the library kernels
+    per_clock = SCALAR_LOADS_PER_SM_CLOCK * base["gpu_sm_count"] * base["gpu_boost_clock_hz"]
+    return ctas * ragged * k / base["split_k"] / per_clock * 1e6
+
+
+def gemm_scale(f) -> np.ndarray:
+    """The learned target's scale: the roofline floor, or the ragged operands' scalar-load floor where it is
+    higher, plus one kernel's fixed time."""
+    return latency_scale(np.fmax(f["floor_us"], f["scalar_load_us"]), f["gpu_boost_clock_hz"])
 
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a
@@ -308,6 +337,7 @@ SPEC = register(
         features=gemm_features,
         learned_features=learned_features,
         flops=gemm_flops,
+        scale=gemm_scale,
         analytical=analytical,
         analytical_assumptions=roofline_assumptions(
             {**COMPUTE_EFFICIENCY, "fp32 (SIMT)": FP32_SIMT_EFFICIENCY}, "1 kernel (+1 split-K reduction)"
