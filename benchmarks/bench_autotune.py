@@ -3,7 +3,8 @@
 Each method runs in its own process with its own empty ``TRITON_CACHE_DIR``, as a user's first run would: the
 autotune wall time of a shape is its first call (compiles of configs not yet compiled, Triton's benchmarking, and
 for the pruned method kernelcast's ``perf_model`` over every candidate). After tuning, the chosen config's kernel
-is timed with ``triton.testing.do_bench`` (L2 cleared before each run). Fresh bf16 shapes (seed 2401, no sweep
+is timed with ``triton.testing.do_bench_cudagraph`` (replayed from a CUDA graph: device time, where plain
+``do_bench`` times the ~30 µs host launch of the autotuner's wrapper on small shapes; L2 stays warm). Fresh bf16 shapes (seed 2401, no sweep
 uses it); the candidates are the config-search sweep's configs (``gemm_triton_tune``) with split-K dropped, so the full
 method's pick is an exhaustive search over them.
 
@@ -93,7 +94,7 @@ def _worker(method: str, top_k: int, shape_list: list, configs: list[dict]) -> l
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
         best = tuned.best_config
-        ms = triton.testing.do_bench(call, warmup=25, rep=100)
+        ms = triton.testing.do_bench_cudagraph(call, rep=100)  # device time: small kernels are launch-bound
         ref = a.float() @ b.float()
         rel_err = float((c.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
         out.append(
