@@ -4,9 +4,9 @@ Each method runs in its own process with its own empty ``TRITON_CACHE_DIR``, as 
 autotune wall time of a shape is its first call (compiles of configs not yet compiled, Triton's benchmarking, and
 for the pruned method kernelcast's ``perf_model`` over every candidate). After tuning, the chosen config's kernel
 is timed with ``triton.testing.do_bench_cudagraph`` (replayed from a CUDA graph: device time, where plain
-``do_bench`` times the ~30 µs host launch of the autotuner's wrapper on small shapes; L2 stays warm). Fresh bf16 shapes (seed 2401, no sweep
-uses it); the candidates are the config-search sweep's configs (``gemm_triton_tune``) with split-K dropped, so the full
-method's pick is an exhaustive search over them.
+``do_bench`` times the ~30 µs host launch of the autotuner's wrapper on small shapes; L2 stays warm). Fresh bf16
+shapes (seed 2401, no sweep uses it); the candidates are the config-search sweep's configs (``gemm_triton_tune``)
+with split-K dropped, so the full method's pick is an exhaustive search over them.
 
     python benchmarks/bench_autotune.py --shapes 12 --top-k 5 [--json-out benchmarks/results/bench_autotune.json]
 
