@@ -41,24 +41,30 @@ SMALL = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps":
 
 
 def test_space_excludes_what_the_h200_shared_memory_cannot_hold():
-    """256x256x128 in 5 bf16 stages needs 5*(256*128+128*256)*2 = 655,360 B of shared memory; an H200 SM has
-    233,472 (228 KiB): never a candidate, and a clear error when it is the only one asked for."""
+    """256x256x128 in 5 bf16 stages on wgmma (an aligned k: both operands pipelined) needs 5*(256*128+128*256)*2
+    = 655,360 B of shared memory; an H200 block gets 232,448 (227 KiB): never a candidate, and a clear error when it
+    is the only one asked for."""
     assert BIG in [json.loads(c) for c in space("gemm")]  # in the space before the GPU fit
-    ranked = rank_configs(GEMM)
+    aligned = {**GEMM, "k": 4096}
+    ranked = rank_configs(aligned)
     assert ranked.attrs["candidates"] == len(space("gemm")) == 12_000
     assert 0 < ranked.attrs["fit"] == len(ranked) < 12_000
     big = [c for c in ranked["config"] if (c["block_m"], c["block_n"], c["block_k"]) == (256, 256, 128)]
     assert not big  # even 2 stages (262,144 B) are too much
     assert any((c["block_m"], c["block_n"], c["block_k"]) == (256, 128, 32) for c in ranked["config"])
     with pytest.raises(ValueError, match=r"no candidate config fits h200_sxm \(1 asked\)"):
-        rank_configs(GEMM, candidates=[BIG])
+        rank_configs(aligned, candidates=[BIG])
 
 
-def test_a100_keeps_fewer_configs_than_b200():
-    """The fit follows each GPU's own shared memory (A100 164 KiB, B200 228 KiB)."""
-    a100 = rank_configs({**GEMM, "gpu": "A100"}).attrs["fit"]
-    b200 = rank_configs({**GEMM, "gpu": "B200"}).attrs["fit"]
+def test_the_fit_follows_each_gpu_s_shared_memory_and_the_operands_alignment():
+    """A100 (164 KiB) keeps fewer configs than B200 (228 KiB) when both operands are pipelined (k % 16 == 0); with
+    a ragged k neither is (one buffer each, features.ops.gemm.triton_gemm_shared) and every config fits both."""
+    aligned = {**GEMM, "k": 4096}
+    a100 = rank_configs({**aligned, "gpu": "A100"}).attrs["fit"]
+    b200 = rank_configs({**aligned, "gpu": "B200"}).attrs["fit"]
     assert a100 < b200
+    ragged = {**GEMM, "k": 4095}
+    assert rank_configs({**ragged, "gpu": "A100"}).attrs["fit"] == rank_configs({**ragged, "gpu": "B200"}).attrs["fit"]
 
 
 @pytest.mark.parametrize("desc", [GEMM, ATTENTION, MOE], ids=lambda d: d["op"])
