@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -291,6 +292,26 @@ def stream_assumptions(what: str) -> str:
 
 
 @functools.cache
+def _async_mma_target(gpu: str) -> bool:
+    """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
+    (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
+    match = re.fullmatch(r"sm_(\d+)\d[a-z]?", get_gpu(gpu).target)
+    return match is not None and int(match[1]) in (9, 10)
+
+
+def triton_ring(gpu, block_m, num_warps, num_stages) -> tuple[np.ndarray, np.ndarray]:
+    """Shared-memory ring buffers Triton 3.6/3.7 keeps per pipelined operand, and whether the dot runs on wgmma:
+    num_stages − 1, one more on wgmma (an async-MMA target, block_m a multiple of 64, whole warpgroups). Read from
+    the compiled kernels' shared memory (collect/compile_facts.py; GEMM, attention and MoE alike: the configs it
+    gives refused are exactly those our H200 refused, benchmarks/RESULTS.md §17). Per row; NaN without a config."""
+    block_m, num_warps, num_stages = (
+        np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (block_m, num_warps, num_stages)
+    )
+    names, codes = np.unique(np.atleast_1d(np.asarray(gpu, dtype=object)).astype(str), return_inverse=True)
+    wgmma = np.asarray([_async_mma_target(g) for g in names])[codes] & (block_m % 64 == 0) & (num_warps % 4 == 0)
+    return num_stages - 1 + wgmma, wgmma
+
+
 def _smem_limit(gpu: str) -> float:
     return float(get_gpu(gpu).shared_memory_per_block_bytes)
 

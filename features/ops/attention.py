@@ -18,6 +18,7 @@ from kernelcast.features.common import (
     shared_memory_rule,
     tile_waves,
     triton_configs,
+    triton_ring,
 )
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
@@ -104,6 +105,17 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
     return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, cols["backend"]), 1.0)
 
 
+def triton_attention_shared(cols, cfg, elem_bytes) -> np.ndarray:
+    """Shared memory per CTA (bytes) of kernelcast's Triton attention as Triton 3.6 allocates it on the H200: the
+    block_m×head_dim Q tile once, the K and V tiles in ``triton_ring`` buffers each, and the P tile of the second
+    dot when it runs on mma.sync (wgmma reads it from registers). The Required bytes of 303 of 304 configs the H200
+    refused, and the fit of every measured row (benchmarks/RESULTS.md §17)."""
+    d = np.atleast_1d(np.asarray(cols["head_dim"], dtype=np.float64))
+    bm, bn = cfg["block_m"], cfg["block_n"]
+    ring, wgmma = triton_ring(cols["gpu"], bm, cfg["num_warps"], cfg["num_stages"])
+    return (bm * d + 2 * ring * bn * d + np.where(wgmma, 0.0, bm * bn)) * elem_bytes
+
+
 SPEC = register(
     OpSpec(
         name="attention",
@@ -140,10 +152,10 @@ SPEC = register(
                 lambda c: "small enough that Q, K and V hold at most 2**38 elements",
             ),
             shared_memory_rule(
-                lambda c, t, e: (2 * t["block_n"] + t["block_m"]) * np.asarray(c["head_dim"], dtype=np.float64) * e,
-                ("block_m", "block_n"),
-                "one pipeline stage of its tiles ((K and V block_n×head_dim tiles + the block_m×head_dim Q tile) "
-                "× element bytes)",
+                triton_attention_shared,
+                ("block_m", "block_n", "num_warps", "num_stages"),
+                "its Q tile, its K and V tiles (block_n×head_dim each) in their pipeline buffers (num_stages − 1, "
+                "+ 1 on wgmma) and, without wgmma, the block_m×block_n P tile (× element bytes)",
             ),
         ),
         triton_config=TritonConfig(

@@ -3,8 +3,6 @@ analytical efficiency."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from kernelcast.features.common import (
@@ -21,6 +19,7 @@ from kernelcast.features.common import (
     shared_memory_rule,
     tile_waves,
     triton_configs,
+    triton_ring,
 )
 from kernelcast.features.fields import (
     MAX_ELEMENTS,
@@ -31,7 +30,6 @@ from kernelcast.features.fields import (
     TritonConfig,
     canonical_dtype,
 )
-from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops import OpSpec, register
 
 #: cuBLAS-like tile candidates (block_m, block_n, relative throughput of one tile): the heuristic
@@ -187,8 +185,8 @@ def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
     What Triton 3.6 allocates on sm_90 (compile facts of 2,135 compile classes, collect/compile_facts.py; with it
     the status of all 81,446 measured H200 Triton GEMM rows, ok or OutOfResources, is predicted exactly): an
     operand whose rows are a multiple of 16 elements (A: k; B: k in nt, n in nn; and the batch stride when
-    batched) is copied asynchronously into num_stages − 1 ring buffers, one more when the dot runs on wgmma
-    (sm_90+, block_m a multiple of 64, whole warpgroups); a ragged operand goes through registers into one buffer.
+    batched) is copied asynchronously into the ring buffers of ``features.common.triton_ring``; a ragged operand
+    goes through registers into one buffer.
     ``cfg`` maps block_m, block_n, block_k, num_warps, num_stages to arrays (NaN: no Triton config)."""
     m, n, k, batch = (np.atleast_1d(np.asarray(cols[c], dtype=np.float64)) for c in ("m", "n", "k", "batch"))
     bm, bn, bk, warps, stages = (cfg[c] for c in ("block_m", "block_n", "block_k", "num_warps", "num_stages"))
@@ -197,19 +195,9 @@ def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
     single = batch <= 1
     vec_a = (k % 16 == 0) & (single | (m * k % 16 == 0))
     vec_b = np.where(nt, k % 16 == 0, n % 16 == 0) & (single | (n * k % 16 == 0))
-    names, codes = np.unique(np.atleast_1d(np.asarray(cols["gpu"], dtype=object)).astype(str), return_inverse=True)
-    hopper = np.asarray([_wgmma_target(g) for g in names])[codes]
-    wgmma = hopper & (bm % 64 == 0) & (warps % 4 == 0)
-    ring = stages - 1 + wgmma  # NaN without a config
+    ring = triton_ring(cols["gpu"], bm, warps, stages)[0]  # NaN without a config
     buf_a, buf_b = np.where(vec_a, ring, ring * 0 + 1), np.where(vec_b, ring, ring * 0 + 1)
     return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b
-
-
-def _wgmma_target(gpu: str) -> bool:
-    """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
-    (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
-    match = re.fullmatch(r"sm_(\d+)\d[a-z]?", get_gpu(gpu).target)
-    return match is not None and int(match[1]) in (9, 10)
 
 
 def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:

@@ -23,6 +23,7 @@ from kernelcast.features.common import (
     shared_memory_rule,
     tile_waves,
     triton_configs,
+    triton_ring,
 )
 from kernelcast.features.fields import (
     MAX_ELEMENTS,
@@ -277,6 +278,20 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
     return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, backend), kernels)
 
 
+def triton_moe_shared(cols, cfg, elem_bytes) -> np.ndarray:
+    """Shared memory per CTA (bytes) of kernelcast's fused MoE, the larger of its up (K = hidden) and down (K = ffn)
+    GEMMs: A and B tiles in ``triton_ring`` buffers each, as in the GEMM (features.ops.gemm.triton_gemm_shared);
+    one buffer where K is ragged (taken from the GEMM: every measured MoE row has hidden and ffn multiples of 16).
+    The Required bytes of all 180 configs the H200 refused, and the fit of every measured row (RESULTS.md §17)."""
+    tile = cfg["block_m"] * cfg["block_k"] + cfg["block_k"] * cfg["block_n"]
+    ring = triton_ring(cols["gpu"], cfg["block_m"], cfg["num_warps"], cfg["num_stages"])[0]
+    need = [
+        np.where(np.atleast_1d(np.asarray(cols[k], dtype=np.float64)) % 16 == 0, ring, 1.0) * tile * elem_bytes
+        for k in ("hidden", "ffn")
+    ]
+    return np.maximum(*need)
+
+
 SPEC = register(
     OpSpec(
         name="moe",
@@ -313,9 +328,10 @@ SPEC = register(
                 needs=("experts", "hidden", "ffn"),
             ),
             shared_memory_rule(
-                lambda c, t, e: (t["block_m"] * t["block_k"] + t["block_k"] * t["block_n"]) * e,
-                ("block_m", "block_n", "block_k"),
-                "one pipeline stage of its tiles ((block_m·block_k + block_k·block_n) × element bytes)",
+                triton_moe_shared,
+                ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
+                "the larger of its two GEMMs' A and B tiles (block_m·block_k, block_k·block_n × element bytes) in "
+                "their pipeline buffers (num_stages − 1, + 1 on wgmma; 1 where K is not a multiple of 16)",
             ),
         ),
         triton_config=TritonConfig(
