@@ -319,12 +319,11 @@ def _smem_limit(gpu: str) -> float:
 def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
     """Reject a Triton config whose shared memory per CTA exceeds the GPU's per-block limit, with the numbers.
 
-    ``need_bytes(cols, cfg, elem_bytes)`` is what the op's kernel allocates, or a lower bound of it (``cfg``: the
-    config values of ``keys``). GEMM gives Triton's pipelined allocation (``ops.gemm.triton_gemm_shared``: it
-    predicts the status of every measured H200 row); attention and MoE give one pipeline stage of their tiles, a
-    lower bound, so only configs that no shape can fit are refused there. Registers are not a rejection: a CTA
-    short of registers spills to local memory and runs (configs with 256 fp32 accumulators per thread ran on the
-    H200), which the occupancy features describe."""
+    ``need_bytes(cols, cfg, elem_bytes)`` is what the op's kernel allocates (``cfg``: the config values of
+    ``keys``): Triton's pipelined allocation (``triton_ring``; ``ops.gemm.triton_gemm_shared``,
+    ``ops.attention.triton_attention_shared``, ``ops.moe.triton_moe_shared``), which gives the status of every
+    measured H200 row. Registers are not a rejection: a CTA short of registers spills to local memory and runs
+    (configs with 256 fp32 accumulators per thread ran on the H200), which the occupancy features describe."""
 
     def _bytes(c):
         cfg = triton_configs(c)
