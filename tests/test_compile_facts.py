@@ -14,7 +14,7 @@ from kernelcast.features.ops.gemm import triton_gemm_shared
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 
-from kernelcast.collect.compile_facts import class_id, facts_of  # noqa: E402
+from kernelcast.collect.compile_facts import _descs_of, class_id, facts_of, with_config  # noqa: E402
 from kernelcast.collect.precompile import compile_key  # noqa: E402
 from kernelcast.collect.workloads import get_backend  # noqa: E402
 
@@ -47,9 +47,7 @@ CASES = [
 def test_shared_memory_model_matches_what_triton_allocates(desc, why):
     """The features' and the config rule's shared memory is what Triton 3.7 allocates for sm_90 (and 3.6 on the
     H200: all 81,446 measured rows' status, benchmarks/RESULTS.md)."""
-    parsed = parse_desc({**desc, "config": {**desc["config"], "num_stages": 1}})
-    object.__setattr__(parsed, "config", tuple(sorted(desc["config"].items())))  # over-the-limit ones too
-    facts = facts_of(parsed, "H200")[0]
+    facts = facts_of(with_config(desc), "H200")[0]  # over-the-limit configs too
     assert facts["kernel"] == "kc_gemm_kernel" and 0 < facts["registers"] <= 255
     assert facts["shared_bytes"] == _model(desc), why
     assert facts["fits_shared"] == (_model(desc) <= LIMIT)
@@ -76,3 +74,10 @@ def test_class_id_names_the_compile_class():
     a = parse_desc(_gemm(1000, 4096, 4096, "nt", 64, 64, 32, 4, 3))
     assert class_id(a) == class_id(dataclasses.replace(a, m=77))  # m is not specialized
     assert class_id(a) != class_id(dataclasses.replace(a, k=4090))
+
+
+def test_measured_rows_are_read_with_their_configs_even_those_the_rule_refuses():
+    descs = _descs_of(["datasets/gemm/kernelcast_h200_sxm_20261201_test2.parquet"], "triton")
+    assert len(descs) == 2286
+    refused = [d for d in descs if _model(d.to_dict()) > LIMIT]
+    assert refused and all(dict(d.config)["num_stages"] >= 2 for d in refused)
