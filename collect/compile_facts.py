@@ -10,7 +10,7 @@ from ``cuobjdump -res-usage`` on the cubin (the tool ships with Triton). A confi
 the GPU's per-block limit compiles here; on the GPU it is the ``OutOfResources`` row::
 
     python -m kernelcast.collect.compile_facts --datasets datasets/gemm --backend triton --gpu H200 \\
-        --workers 2 --out features/data/triton_facts_h200.jsonl
+        --workers 2 --out facts_h200.jsonl
 
 Resumable: classes already in ``--out`` are skipped; one JSON line per class, appended as each finishes.
 """
@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from kernelcast.features.desc import Desc, parse_desc
+from kernelcast.features.desc import Desc, from_row
 
 _RESOURCE = re.compile(r"\b(REG|STACK|SHARED|LOCAL):(\d+)")
 
@@ -82,10 +82,10 @@ def capability(gpu_name: str) -> int:
     from kernelcast.features.gpu import get_gpu
 
     spec = get_gpu(gpu_name)
-    match = re.fullmatch(r"sm_(\d+)a?", spec.target)
-    if spec.vendor != "nvidia" or match is None:
+    if spec.cuda_capability is None:
         raise ValueError(f"gpu: compile facts need an NVIDIA target; {spec.name!r} has target {spec.target!r}")
-    return int(match[1])
+    major, minor = spec.cuda_capability
+    return major * 10 + minor
 
 
 def facts_of(desc: Desc, gpu_name: str) -> list[dict[str, Any]]:
@@ -119,12 +119,12 @@ def facts_of(desc: Desc, gpu_name: str) -> list[dict[str, Any]]:
     return out
 
 
-def with_config(desc_dict: dict) -> Desc:
-    """The description with its config as given, even one the shared-memory rule refuses (compile facts are how
-    that rule is checked): parsed with one pipeline stage, then the real config set on it."""
-    config = desc_dict.get("config")
+def with_config(row: dict) -> Desc:
+    """The description of a row or description dict with its config as given, even one the shared-memory rule
+    refuses (compile facts are how that rule is checked): read with one pipeline stage, then the real config set."""
+    config = row["config"]
     config = json.loads(config) if isinstance(config, str) else config
-    desc = parse_desc({**desc_dict, "config": {**config, "num_stages": 1}})
+    desc = from_row({**row, "config": {**config, "num_stages": 1}})
     object.__setattr__(desc, "config", tuple(sorted(config.items())))
     return desc
 
@@ -185,18 +185,11 @@ def _descs_of(paths: Sequence[str], backend: str) -> list[Desc]:
 
     import pandas as pd
 
-    from kernelcast.features.ops import get_op
-
     files = [f for p in paths for f in (sorted(glob.glob(os.path.join(p, "*.parquet"))) if os.path.isdir(p) else [p])]
     if not files:
         raise FileNotFoundError(f"--datasets: no parquet files under {', '.join(paths)}")
     frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    frame = frame[frame["backend"] == backend]
-    out = []
-    for row in frame.to_dict("records"):
-        fields = get_op(row["op"]).all_fields()
-        out.append(with_config({k: (v.item() if hasattr(v, "item") else v) for k, v in row.items() if k in fields}))
-    return out
+    return [with_config(row) for row in frame[frame["backend"] == backend].to_dict("records")]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -295,8 +294,8 @@ def stream_assumptions(what: str) -> str:
 def _async_mma_target(gpu: str) -> bool:
     """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
     (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
-    match = re.fullmatch(r"sm_(\d+)\d[a-z]?", get_gpu(gpu).target)
-    return match is not None and int(match[1]) in (9, 10)
+    capability = get_gpu(gpu).cuda_capability
+    return capability is not None and capability[0] in (9, 10)
 
 
 def triton_ring(gpu, block_m, num_warps, num_stages) -> tuple[np.ndarray, np.ndarray]:

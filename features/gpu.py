@@ -47,6 +47,12 @@ class GpuSpec:
     def link_bandwidth_bps(self) -> float:
         return float(self.interconnect["bandwidth_bps"])
 
+    @property
+    def cuda_capability(self) -> tuple[int, int] | None:
+        """(major, minor) of an NVIDIA target (sm_90a -> (9, 0), sm_100 -> (10, 0)); None for other vendors."""
+        match = re.fullmatch(r"sm_(\d+)(\d)[a-z]?", self.target)
+        return (int(match[1]), int(match[2])) if self.vendor == "nvidia" and match else None
+
 
 def _norm(name: str) -> str:
     return re.sub(r"[\s_\-]+", " ", name.strip().lower())

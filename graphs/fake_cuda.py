@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import re
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,16 +42,16 @@ class FakeProps:
 
 def device_props(spec: GpuSpec) -> FakeProps:
     """The fake device properties of an NVIDIA spec; other vendors raise a ValueError naming the vendor."""
-    match = re.fullmatch(r"sm_(\d+)(\d)a?", spec.target)
-    if spec.vendor != "nvidia" or match is None:
+    capability = spec.cuda_capability
+    if capability is None:
         raise ValueError(
             f"gpu must be an NVIDIA GPU (Inductor's Triton code for cuda); got {spec.name!r} "
             f"(vendor {spec.vendor!r}, target {spec.target!r})"
         )
     return FakeProps(
         name=spec.display_name,
-        major=int(match[1]),
-        minor=int(match[2]),
+        major=capability[0],
+        minor=capability[1],
         multi_processor_count=spec.sm_count,
         warp_size=spec.warp_size,
         total_memory=int(spec.memory_bytes),

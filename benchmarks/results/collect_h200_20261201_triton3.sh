@@ -7,7 +7,7 @@
 #   3. the GPU-marked tests (tests/test_gpu_workloads.py: outputs vs float64, CUPTI, `tune --verify` on the GPU).
 # xgboost is not on the device image: the CPU wheel travels in .whl/ (carry) so the learned models serve there.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_20261201_triton3.sh
-# Then, on the dev machine: tar xzf <files_at>/triton3.tar.gz -C /work/dev3 && kernelcast collect merge ...
+# Then, on the dev machine: tar xzf <files_at>/{test2,wide3}.tar.gz -C <dir> && kernelcast collect merge --in <dir>/test2 ...
 set -u
 LIMIT=${LIMIT:-540}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -196,7 +196,8 @@ def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
     vec_a = (k % 16 == 0) & (single | (m * k % 16 == 0))
     vec_b = np.where(nt, k % 16 == 0, n % 16 == 0) & (single | (n * k % 16 == 0))
     ring = triton_ring(cols["gpu"], bm, warps, stages)[0]  # NaN without a config
-    buf_a, buf_b = np.where(vec_a, ring, ring * 0 + 1), np.where(vec_b, ring, ring * 0 + 1)
+    one = np.where(np.isnan(ring), np.nan, 1.0)
+    buf_a, buf_b = np.where(vec_a, ring, one), np.where(vec_b, ring, one)
     return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b
 
 
