@@ -291,6 +291,7 @@ def stream_assumptions(what: str) -> str:
 
 
 @functools.cache
+@functools.cache
 def _async_mma_target(gpu: str) -> bool:
     """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
     (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
@@ -306,8 +307,13 @@ def triton_ring(gpu, block_m, num_warps, num_stages) -> tuple[np.ndarray, np.nda
     block_m, num_warps, num_stages = (
         np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (block_m, num_warps, num_stages)
     )
-    names, codes = np.unique(np.atleast_1d(np.asarray(gpu, dtype=object)).astype(str), return_inverse=True)
-    wgmma = np.asarray([_async_mma_target(g) for g in names])[codes] & (block_m % 64 == 0) & (num_warps % 4 == 0)
+    gpu = np.atleast_1d(np.asarray(gpu, dtype=object))
+    if len(gpu) <= SMALL:
+        fast = np.fromiter((_async_mma_target(g) for g in gpu), bool, len(gpu))
+    else:  # each distinct GPU looked up once
+        codes, first = key_codes(gpu)
+        fast = np.asarray([_async_mma_target(gpu[i]) for i in first])[codes]
+    wgmma = fast & (block_m % 64 == 0) & (num_warps % 4 == 0)
     return num_stages - 1 + wgmma, wgmma
 
 
