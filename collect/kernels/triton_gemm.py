@@ -81,8 +81,9 @@ def kc_gemm_splitk_reduce(ws_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOCK: 
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < numel
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    stride = numel.to(tl.int64)  # split_k × numel passes 2**31 on large outputs (an illegal address in int32)
     for s in range(SPLIT_K):
-        acc += tl.load(ws_ptr + s * numel + offs, mask=mask, other=0.0)
+        acc += tl.load(ws_ptr + s * stride + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
