@@ -215,15 +215,23 @@ MAX_REGISTERS = 255
 
 
 def resident_ctas(
-    smem: np.ndarray, accumulators: np.ndarray, warps: np.ndarray, units: np.ndarray, base: Mapping[str, np.ndarray]
+    smem: np.ndarray,
+    accumulators: np.ndarray,
+    warps: np.ndarray,
+    units: np.ndarray,
+    base: Mapping[str, np.ndarray],
+    registers: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """How a Triton kernel's CTAs sit on an SM, from its shared memory per CTA (bytes), fp32 accumulators per
     thread and warps: CTAs resident per SM (the least of what shared memory, registers and warps allow), and
-    the waves of ``units`` work units over those slots. ``base`` carries the gpu_* columns.
+    the waves of ``units`` work units over those slots. ``registers``: what a thread asks for where the op
+    family models it (default: the accumulators + ``BASE_REGISTERS``); more than ``MAX_REGISTERS`` spills.
+    ``base`` carries the gpu_* columns.
 
     Shared by every op family with a Triton config: generalising to configs never measured needs what a config
     does to the SM, not its numbers alone (benchmarks/RESULTS.md)."""
-    regs = np.minimum(accumulators + BASE_REGISTERS, MAX_REGISTERS)
+    asked = accumulators + BASE_REGISTERS if registers is None else registers
+    regs = np.minimum(asked, MAX_REGISTERS)
     with np.errstate(invalid="ignore", divide="ignore"):
         by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
         by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
@@ -231,7 +239,7 @@ def resident_ctas(
     ctas = np.clip(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0, None)
     slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
     waves = np.maximum(np.ceil(units / slots), 1)
-    spill = np.where(np.isnan(accumulators), np.nan, (accumulators + BASE_REGISTERS > MAX_REGISTERS).astype(float))
+    spill = np.where(np.isnan(asked), np.nan, (asked > MAX_REGISTERS).astype(float))
     return {
         "smem_per_cta": smem,
         "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"],
@@ -291,7 +299,6 @@ def stream_assumptions(what: str) -> str:
 
 
 @functools.cache
-@functools.cache
 def _async_mma_target(gpu: str) -> bool:
     """A target whose Triton dot runs an asynchronous MMA reading shared memory: sm_90 (wgmma), sm_100/103
     (tcgen05); not Ampere/Ada (mma.sync), not sm_120, not AMD."""
@@ -325,7 +332,7 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
     """Reject a Triton config whose shared memory per CTA exceeds the GPU's per-block limit, with the numbers.
 
     ``need_bytes(cols, cfg, elem_bytes)`` is what the op's kernel allocates (``cfg``: the config values of
-    ``keys``): Triton's pipelined allocation (``triton_ring``; ``ops.gemm.triton_gemm_shared``,
+    ``keys``): Triton's pipelined allocation (``triton_ring``; ``ops.gemm.triton_gemm_operands``,
     ``ops.attention.triton_attention_shared``, ``ops.moe.triton_moe_shared``), which gives the status of every
     measured H200 row. Registers are not a rejection: a CTA short of registers spills to local memory and runs
     (configs with 256 fp32 accumulators per thread ran on the H200), which the occupancy features describe."""

@@ -12,8 +12,15 @@ from kernelcast.features.common import GPU_COLUMNS, gpu_columns, latency_scale
 from kernelcast.features.fields import OUTSIDE_BACKENDS, SMALL, ChoiceField
 from kernelcast.features.ops import get_op
 
-#: bump when any feature's meaning, name or order changes (logged to MLflow, pinned in manifests)
-FEATURE_VERSION = "5"
+#: per op family: bump an op's version when any of its features' meaning, names or order change (logged to MLflow,
+#: pinned in manifests: a model built on another version is refused); families not listed are at the base version
+BASE_FEATURE_VERSION = "5"
+FEATURE_VERSIONS = {"gemm": "6"}  # 6: Triton GEMM register pressure (registers per thread, spills)
+
+
+def feature_version(op: str) -> str:
+    """The feature version of ``op``'s learned models (``FEATURE_VERSIONS``)."""
+    return FEATURE_VERSIONS.get(op, BASE_FEATURE_VERSION)
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 #: per-row values beside the features: the roofline floor (reported) and the target's scale (log(latency / scale_us))
 TARGET_COLUMNS = ("floor_us", "scale_us")

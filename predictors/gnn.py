@@ -1,7 +1,7 @@
 """The fused-kernel GNN: op graphs from kernel sources, the network, and serving the shipped model.
 
 A shipped GNN is ``models/<op>.gnn.pt`` (the network's weights and input scaling, a torch state) and
-``models/<op>.gnn.json`` (its manifest: node and graph features, FEATURE_VERSION, training-data fingerprint,
+``models/<op>.gnn.json`` (its manifest: node and graph features, their version, training-data fingerprint,
 metrics, versions, the ranges it saw, the kernel kinds it answers, and the sha256 of the weights). The graph-level
 input is the same ``feature_matrix`` row the XGBoost model reads; the node inputs are
 ``fused_code.node_features``. It answers a row only where its description carries ``code`` and its kind is one the
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kernelcast.features.fused_code import NODE_CLASSES, NODE_FEATURES, node_features, parse_kernel
-from kernelcast.features.vector import FEATURE_VERSION
+from kernelcast.features.vector import feature_version
 from kernelcast.predictors.learned import MODEL_DIR, ModelFileError, feature_matrix, file_sha256, matrix_columns
 
 GNN_FORMAT = 1
@@ -206,8 +206,8 @@ def check_manifest(manifest: Any, op: str, path: Path | str) -> None:
         problems.append(f"format {manifest['format']!r}, this code reads {GNN_FORMAT}")
     if manifest["op"] != op:
         problems.append(f"op {manifest['op']!r}, expected {op!r}")
-    if manifest["feature_version"] != FEATURE_VERSION:
-        problems.append(f"feature_version {manifest['feature_version']!r}, this code builds {FEATURE_VERSION!r}")
+    if manifest["feature_version"] != feature_version(op):
+        problems.append(f"feature_version {manifest['feature_version']!r}, this code builds {feature_version(op)!r}")
     if list(manifest["graph_features"]) != matrix_columns(op):
         diff = sorted(set(map(str, manifest["graph_features"])) ^ set(matrix_columns(op))) or ["(order)"]
         problems.append(f"graph feature names differ from this code's: {', '.join(diff[:6])}")

@@ -3,7 +3,7 @@
 A shipped model is ``models/<op>.ubj.gz`` (the log-efficiency regressor, target
 log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj.gz``
 (its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
-``models/<op>.json`` (the manifest: features and FEATURE_VERSION, training-data fingerprint, metrics,
+``models/<op>.json`` (the manifest: features and their version (``features.vector.feature_version``), training-data fingerprint, metrics,
 versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
 against its hash when the model loads: a stale, altered or truncated file, a manifest that is not JSON or lacks a
 key, or a non-finite offset is a ``ModelFileError`` naming the file — never a silent answer.
@@ -33,7 +33,7 @@ import pandas as pd
 from kernelcast.features.common import key_codes, parse_config
 from kernelcast.features.fields import SMALL
 from kernelcast.features.ops import get_op
-from kernelcast.features.vector import FEATURE_VERSION, categories, default_source, feature_names
+from kernelcast.features.vector import categories, default_source, feature_names, feature_version
 from kernelcast.predictors.compiled import CompiledForest, compile_forest
 from kernelcast.predictors.trees import Forest
 
@@ -175,8 +175,8 @@ def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> Non
         problems.append(f"manifest format {manifest.get('format')!r}, this code reads {MANIFEST_FORMAT}")
     if manifest.get("op") != op:
         problems.append(f"op {manifest.get('op')!r}, expected {op!r}")
-    if manifest.get("feature_version") != FEATURE_VERSION:
-        problems.append(f"feature_version {manifest.get('feature_version')!r}, this code builds {FEATURE_VERSION!r}")
+    if manifest.get("feature_version") != feature_version(op):
+        problems.append(f"feature_version {manifest.get('feature_version')!r}, this code builds {feature_version(op)!r}")
     if list(manifest.get("features", [])) != matrix_columns(op):
         have, want = list(manifest.get("features", [])), matrix_columns(op)
         diff = sorted(set(map(str, have)) ^ set(want)) or ["(same names, different order)"]

@@ -9,7 +9,7 @@ import pytest
 
 from kernelcast import predict_latency
 from kernelcast.features.desc import parse_desc
-from kernelcast.features.ops.gemm import triton_gemm_shared
+from kernelcast.features.ops.gemm import triton_gemm_operands
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -30,7 +30,7 @@ def _gemm(m, n, k, layout, bm, bn, bk, warps, stages, split_k=1, batch=1):
 def _model(d: dict) -> float:
     cfg = {k: np.array([float(v)]) for k, v in d["config"].items()}
     cols = {k: [d[k]] for k in ("m", "n", "k", "batch", "layout", "gpu")}
-    return float(triton_gemm_shared(cols, cfg, 2.0)[0][0])
+    return float(triton_gemm_operands(cols, cfg, 2.0).smem_bytes[0])
 
 
 # (description, what it exercises); each compiles in well under a few seconds

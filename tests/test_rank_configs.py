@@ -58,7 +58,7 @@ def test_space_excludes_what_the_h200_shared_memory_cannot_hold():
 
 def test_the_fit_follows_each_gpu_s_shared_memory_and_the_operands_alignment():
     """A100 (164 KiB) keeps fewer configs than B200 (228 KiB) when both operands are pipelined (k % 16 == 0); with
-    a ragged k neither is (one buffer each, features.ops.gemm.triton_gemm_shared) and every config fits both."""
+    a ragged k neither is (one buffer each, features.ops.gemm.triton_gemm_operands) and every config fits both."""
     aligned = {**GEMM, "k": 4096}
     a100 = rank_configs({**aligned, "gpu": "A100"}).attrs["fit"]
     b200 = rank_configs({**aligned, "gpu": "B200"}).attrs["fit"]

@@ -19,7 +19,7 @@ try:
 except ImportError:
     pytest.skip("aiconfigurator-core not installed (pip install 'kernelcast[outside]')", allow_module_level=True)
 
-from kernelcast.features.vector import FEATURE_VERSION, build_features  # noqa: E402
+from kernelcast.features.vector import build_features, feature_version  # noqa: E402
 from kernelcast.training import data, evaluate, splits  # noqa: E402
 from kernelcast.training.xgb import LatencyRegressor  # noqa: E402
 
@@ -215,7 +215,7 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     )
     assert worse["champion"] is False and worse["exported"] == []
     runs = tracking.search(["gemm"])
-    assert len(runs) == 2 and set(runs["tags.feature_version"]) == {FEATURE_VERSION}
+    assert len(runs) == 2 and set(runs["tags.feature_version"]) == {feature_version("gemm")}
     assert "metrics.random.gpu.l40s.analytical.mape" in runs
     from kernelcast.training.cli import dashboard_rows
 
@@ -285,7 +285,7 @@ def _served_champion_is_what_predict_many_serves(model_dir, trained):
     client = tracking.setup()
     version = client.get_model_version_by_alias("kernelcast-gemm", "champion")
     assert version.tags["data_fingerprint"] == trained["data_fingerprint"] and version.tags["gpus"] == "a100_sxm,l40s"
-    assert version.tags["feature_version"] == FEATURE_VERSION and "kernel descriptions" in version.description
+    assert version.tags["feature_version"] == feature_version("gemm") and "kernel descriptions" in version.description
     assert client.get_registered_model("kernelcast-gemm").description == version.description
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.ops import get_op
-from kernelcast.features.vector import FEATURE_VERSION, categories
+from kernelcast.features.vector import categories, feature_version
 from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns
 from kernelcast.predictors.trees import Forest
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
@@ -54,7 +54,7 @@ def build_manifest(
     return {
         "format": MANIFEST_FORMAT,
         "op": op,
-        "feature_version": FEATURE_VERSION,
+        "feature_version": feature_version(op),
         "features": matrix_columns(op),
         "categories": {k: list(v) for k, v in categories(op).items()},
         "target": "log(latency_us / scale_us)",

@@ -17,7 +17,7 @@ import pandas as pd
 
 from kernelcast.features.fused_code import NODE_CLASSES, NODE_FEATURES
 from kernelcast.features.ops import get_op
-from kernelcast.features.vector import FEATURE_VERSION, feature_names
+from kernelcast.features.vector import feature_names, feature_version
 from kernelcast.predictors import gnn as served
 from kernelcast.predictors.learned import MODEL_DIR, feature_matrix, file_sha256, matrix_columns
 from kernelcast.training.splits import bucket
@@ -181,7 +181,7 @@ def build_manifest(
     return {
         "format": served.GNN_FORMAT,
         "op": model.op,
-        "feature_version": FEATURE_VERSION,
+        "feature_version": feature_version(model.op),
         "graph_features": matrix_columns(model.op),
         "node_features": served.node_feature_names(),
         "node_classes": list(NODE_CLASSES),

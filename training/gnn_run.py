@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.vector import FEATURE_VERSION, build_features
+from kernelcast.features.vector import build_features, feature_version
 from kernelcast.training import data, evaluate, tracking
 from kernelcast.training.export import export_model
 from kernelcast.training.gnn import GnnConfig, GnnRegressor, build_manifest, export_gnn
@@ -78,14 +78,14 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
         "model": "gnn",
         "graph_features": ",".join(manifest["graph_features"]),
         "node_features": ",".join(manifest["node_features"]),
-        "feature_version": FEATURE_VERSION,
+        "feature_version": feature_version(cfg.op),
         "data_fingerprint": fingerprint,
         "rows": len(train_frame),
         "gpus": ",".join(sorted(train_frame["gpu"].unique())),
         "serve_kinds": ",".join(manifest["serve_kinds"]),
         **{f"gnn.{k}": v for k, v in manifest["params"].items()},
     }
-    tags = {"kind": "train-gnn", "split": "random", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION}
+    tags = {"kind": "train-gnn", "split": "random", "data_fingerprint": fingerprint, "feature_version": feature_version(cfg.op)}
     with tempfile.TemporaryDirectory() as tmp:
         export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp))  # the registered model serves the whole dispatch
         export_gnn(model, manifest, Path(tmp))

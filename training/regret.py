@@ -193,7 +193,7 @@ def summary(picks: pd.DataFrame) -> list[dict]:
 def evaluate_tune(op: str, log_mlflow: bool = True, predictor: str = "auto", datasets: Path = data.DATASETS) -> dict:
     """``kernelcast evaluate --op <op> --split tune``: the regret summary of ``op``'s exhaustive test rows, logged
     to MLflow as metrics ``tune.<gpu>.<method>.<figure>`` (one run, tags kind=evaluate, split=tune)."""
-    from kernelcast.features.vector import FEATURE_VERSION
+    from kernelcast.features.vector import feature_version
     from kernelcast.training import tracking
 
     rows = tune_rows(op, datasets)
@@ -212,7 +212,7 @@ def evaluate_tune(op: str, log_mlflow: bool = True, predictor: str = "auto", dat
             op,
             "evaluate-tune",
             {"sweep": TUNE_SWEEPS[op], "rows": len(rows), "shapes": len(picks), "predictor": predictor},
-            {"kind": "evaluate", "split": "tune", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
+            {"kind": "evaluate", "split": "tune", "data_fingerprint": fingerprint, "feature_version": feature_version(op)},
             metrics,
             {},
             {"regret_summary.json": pd.DataFrame(table), "regret_by_shape.json": picks},

@@ -15,7 +15,7 @@ import pandas as pd
 
 from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import get_op
-from kernelcast.features.vector import FEATURE_VERSION, build_features
+from kernelcast.features.vector import build_features, feature_version
 from kernelcast.predictors.analytical import predict_frame
 from kernelcast.predictors.learned import MODEL_DIR
 from kernelcast.predictors.unseen import summary_path
@@ -146,7 +146,7 @@ def _params(cfg: RunConfig, frame: pd.DataFrame, fingerprint: str, split: str) -
         "op": cfg.op,
         "split": split,
         "features": ",".join(build_features(frame.head(1), cfg.op).columns),
-        "feature_version": FEATURE_VERSION,
+        "feature_version": feature_version(cfg.op),
         "data_fingerprint": fingerprint,
         "rows": len(frame),
         "gpus": ",".join(sorted(frame["gpu"].unique())),
@@ -230,7 +230,7 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
             cfg.op,
             run_name(cfg.op, "evaluate", split, frame, fingerprint),
             _params(cfg, frame, fingerprint, split),
-            {"kind": "evaluate", "split": split, "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
+            {"kind": "evaluate", "split": split, "data_fingerprint": fingerprint, "feature_version": feature_version(cfg.op)},
             metrics,
             _figures(cfg.op, rows, table, f"{cfg.op} {split}", None),
             {**_tables(rows, table), "by_fold.json": by_fold},
@@ -319,7 +319,7 @@ def _log_and_promote(
             cfg.op,
             run_name(cfg.op, "train", "random", train_frame, fingerprint),
             _params(cfg, train_frame, fingerprint, "random"),
-            {"kind": "train", "split": "random", "data_fingerprint": fingerprint, "feature_version": FEATURE_VERSION},
+            {"kind": "train", "split": "random", "data_fingerprint": fingerprint, "feature_version": feature_version(cfg.op)},
             {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
             _figures(cfg.op, rows, table, f"{cfg.op} frozen split", model.feature_importance()),
             _tables(rows, table),

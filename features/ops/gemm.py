@@ -3,9 +3,12 @@ analytical efficiency."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from kernelcast.features.common import (
+    MAX_REGISTERS,
     clock_features,
     config_values,
     latency_scale,
@@ -178,9 +181,20 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     return {**gemm_shape_features(cols, gpu, base), **clock_features(base), **occupancy_features(cols, gpu, base)}
 
 
-def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
-    """Shared memory per CTA (bytes) of kernelcast's Triton GEMM, the pipeline buffers of A and B, and whether
-    each operand is vectorized.
+class TritonGemmOperands(NamedTuple):
+    """How kernelcast's Triton GEMM stages its operands (``triton_gemm_operands``); NaN rows: no config."""
+
+    smem_bytes: np.ndarray  # shared memory per CTA
+    buffers_a: np.ndarray  # A's shared-memory buffers
+    buffers_b: np.ndarray
+    vec_a: np.ndarray  # A's rows are a multiple of 16 elements: loaded asynchronously, vectorized
+    vec_b: np.ndarray
+    wgmma: np.ndarray  # the dot runs on wgmma (operands read from shared memory), else mma.sync
+
+
+def triton_gemm_operands(cols, cfg, elem_bytes) -> TritonGemmOperands:
+    """Shared memory per CTA (bytes) of kernelcast's Triton GEMM, the pipeline buffers of A and B, whether each
+    operand is vectorized and whether the dot runs on wgmma.
 
     What Triton 3.6 allocates on sm_90 (compile facts of 2,135 compile classes, collect/compile_facts.py; with it
     the status of all 81,446 measured H200 Triton GEMM rows, ok or OutOfResources, is predicted exactly): an
@@ -195,31 +209,71 @@ def triton_gemm_shared(cols, cfg, elem_bytes) -> tuple[np.ndarray, ...]:
     single = batch <= 1
     vec_a = (k % 16 == 0) & (single | (m * k % 16 == 0))
     vec_b = np.where(nt, k % 16 == 0, n % 16 == 0) & (single | (n * k % 16 == 0))
-    ring = triton_ring(cols["gpu"], bm, warps, stages)[0]  # NaN without a config
+    ring, wgmma = triton_ring(cols["gpu"], bm, warps, stages)  # NaN without a config
     one = np.where(np.isnan(ring), np.nan, 1.0)
     buf_a, buf_b = np.where(vec_a, ring, one), np.where(vec_b, ring, one)
-    return (buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b
+    return TritonGemmOperands((buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b, wgmma)
+
+
+#: registers per thread of kernelcast's Triton GEMM besides what ``triton_gemm_registers`` counts (addresses, loop
+#: state, masks), and per element: of an mma.sync dot's A and B operand fragments in one block_k step, of a ragged
+#: operand's tile loaded through registers (its value and half its 64-bit address). Fitted on the compile facts of
+#: 2,438 H200 compile classes (datasets/compile_facts/, tests/test_compile_facts.py): with them the estimate says
+#: which classes spill (ptxas caps a thread at 255 registers) for 96% of the classes.
+GEMM_BASE_REGISTERS = 71
+MMA_FRAGMENT_REGISTERS = (0.25, 0.5)
+RAGGED_LOAD_REGISTERS = 2.0
+
+
+def triton_gemm_registers(cfg, operands: TritonGemmOperands) -> np.ndarray:
+    """32-bit registers per thread kernelcast's Triton GEMM asks for before ptxas caps it at 255 and spills the rest
+    to local memory: the block_m×block_n fp32 accumulators over the threads, an mma.sync dot's operand fragments
+    (wgmma reads its operands from shared memory), a ragged operand's tile loaded through registers, and the base.
+    NaN without a config."""
+    threads = 32 * cfg["num_warps"]
+    tile_a, tile_b = cfg["block_m"] * cfg["block_k"] / threads, cfg["block_k"] * cfg["block_n"] / threads
+    frag_a, frag_b = MMA_FRAGMENT_REGISTERS
+    fragments = np.where(operands.wgmma, 0.0, frag_a * tile_a + frag_b * tile_b)
+    ragged = RAGGED_LOAD_REGISTERS * (np.where(operands.vec_a, 0.0, tile_a) + np.where(operands.vec_b, 0.0, tile_b))
+    return cfg["block_m"] * cfg["block_n"] / threads + fragments + ragged + GEMM_BASE_REGISTERS
 
 
 def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     """How a Triton config sits on an SM (``features.common.resident_ctas``): A and B tiles in their pipeline
-    buffers (``triton_gemm_shared``), bm×bn fp32 accumulators over the warps; plus the tile's arithmetic intensity,
-    K steps per stage and whether the operands are pipelined. NaN where no config says what ran (the library's
-    kernels)."""
+    buffers (``triton_gemm_operands``), the registers a thread asks for (``triton_gemm_registers``) and what of
+    them spills; plus the tile's arithmetic intensity, K steps per stage and whether the operands are pipelined.
+    NaN where no config says what ran (the library's kernels)."""
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
     cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": base["num_stages"]}
-    smem, buf_a, buf_b, vec_a, vec_b = triton_gemm_shared(cols, cfg, base["elem_bytes"])
-    scalar = scalar_load_us(cols, base, vec_a, vec_b)
+    ops = triton_gemm_operands(cols, cfg, base["elem_bytes"])
+    registers = triton_gemm_registers(cfg, ops)
+    spilled = np.fmax(registers - MAX_REGISTERS, 0.0)
+    scalar = scalar_load_us(cols, base, ops.vec_a, ops.vec_b)
     return {
-        **resident_ctas(smem, bm * bn / (32 * warps), warps, base["tiles"], base),
+        **resident_ctas(ops.smem_bytes, bm * bn / (32 * warps), warps, base["tiles"], base, registers=registers),
         "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
         "k_iterations_per_stage": base["k_iterations"] / base["num_stages"],
         "warp_tile": bm * bn / warps,
-        "buffers_a": buf_a,
-        "buffers_b": buf_b,
+        "buffers_a": ops.buffers_a,
+        "buffers_b": ops.buffers_b,
+        "registers_per_thread": registers,
+        "spilled_registers": spilled,
+        "spill_us": spill_us(spilled, warps, base),
         "scalar_load_us": scalar,
         "scalar_load_share": scalar / (scalar + base["floor_us"]),
     }
+
+
+#: bytes an SM's L1 moves per clock, where spilled registers live (local memory, L1-cached)
+L1_BYTES_PER_SM_CLOCK = 128
+
+
+def spill_us(spilled, warps, base) -> np.ndarray:
+    """Time an SM's L1 spends on spilled registers (µs): every thread stores and reloads its spilled registers
+    (4 B each) once per K step of every CTA, all SMs at ``L1_BYTES_PER_SM_CLOCK``. 0 without spills, NaN without
+    a config."""
+    traffic = base["tiles"] * base["k_iterations"] * 32 * warps * spilled * 8.0
+    return traffic / (L1_BYTES_PER_SM_CLOCK * base["gpu_sm_count"] * base["gpu_boost_clock_hz"]) * 1e6
 
 
 #: elements one SM loads per clock when each thread loads one element per instruction: one warp-wide load
@@ -228,7 +282,7 @@ SCALAR_LOADS_PER_SM_CLOCK = 32
 
 
 def scalar_load_us(cols, base, vec_a, vec_b) -> np.ndarray:
-    """The floor of a Triton GEMM whose operand rows are ragged (``triton_gemm_shared``: one buffer, loaded
+    """The floor of a Triton GEMM whose operand rows are ragged (``triton_gemm_operands``: one buffer, loaded
     through registers): every CTA loads its block_m×K strip of A and K×block_n strip of B one element per thread
     per instruction, so the operand loads, not the tensor cores, bound it (µs; 0 when both are vectorized, NaN
     without a config). The learned target is taken over it where it exceeds the roofline floor."""
@@ -306,7 +360,7 @@ SPEC = register(
                 ),
             ),
             shared_memory_rule(
-                lambda c, t, e: triton_gemm_shared(c, t, e)[0],
+                lambda c, t, e: triton_gemm_operands(c, t, e).smem_bytes,
                 ("block_m", "block_n", "block_k", "num_warps", "num_stages"),
                 "its A and B tiles (block_m·block_k, block_k·block_n × element bytes) in their pipeline buffers "
                 "(num_stages − 1, + 1 on wgmma; 1 for an operand whose rows are not a multiple of 16 elements)",
@@ -336,7 +390,7 @@ SPEC = register(
         range_columns=("m", "n", "k", "batch"),
         # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 150 rounds
         # of depth 12 were as accurate as 300 of depth 10 and faster to serve (benchmarks/RESULTS.md)
-        train_params={"max_depth": 12, "n_estimators": 150, "learning_rate": 0.2},
+        train_params={"max_depth": 12, "n_estimators": 600, "learning_rate": 0.06},
     )
 )
 GemmDesc = SPEC.desc_type

@@ -280,7 +280,7 @@ def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
 
 def triton_moe_shared(cols, cfg, elem_bytes) -> np.ndarray:
     """Shared memory per CTA (bytes) of kernelcast's fused MoE, the larger of its up (K = hidden) and down (K = ffn)
-    GEMMs: A and B tiles in ``triton_ring`` buffers each, as in the GEMM (features.ops.gemm.triton_gemm_shared);
+    GEMMs: A and B tiles in ``triton_ring`` buffers each, as in the GEMM (features.ops.gemm.triton_gemm_operands);
     one buffer where K is ragged (taken from the GEMM: every measured MoE row has hidden and ffn multiples of 16).
     The Required bytes of all 180 configs the H200 refused, and the fit of every measured row (RESULTS.md §17)."""
     tile = cfg["block_m"] * cfg["block_k"] + cfg["block_k"] * cfg["block_n"]
