@@ -21,6 +21,8 @@ FEATURE_VERSIONS = {"gemm": "6"}  # 6: Triton GEMM register pressure (registers 
 def feature_version(op: str) -> str:
     """The feature version of ``op``'s learned models (``FEATURE_VERSIONS``)."""
     return FEATURE_VERSIONS.get(op, BASE_FEATURE_VERSION)
+
+
 SOURCES = ("kernelcast", "aiconfigurator", "nccl-tests")
 #: per-row values beside the features: the roofline floor (reported) and the target's scale (log(latency / scale_us))
 TARGET_COLUMNS = ("floor_us", "scale_us")

@@ -3,10 +3,11 @@
 A shipped model is ``models/<op>.ubj.gz`` (the log-efficiency regressor, target
 log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj.gz``
 (its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
-``models/<op>.json`` (the manifest: features and their version (``features.vector.feature_version``), training-data fingerprint, metrics,
-versions, what it covers, conformal offsets, and the sha256 of each model file). Every file is checked
-against its hash when the model loads: a stale, altered or truncated file, a manifest that is not JSON or lacks a
-key, or a non-finite offset is a ``ModelFileError`` naming the file — never a silent answer.
+``models/<op>.json`` (the manifest: features and their version (``features.vector.feature_version``),
+training-data fingerprint, metrics, versions, what it covers, conformal offsets, and the sha256 of each model
+file). Every file is checked against its hash when the model loads: a stale, altered or truncated file, a
+manifest that is not JSON or lacks a key, or a non-finite offset is a ``ModelFileError`` naming the file — never
+a silent answer.
 Serving walks the trees in compiled C (``compiled.py``) for one row and for batches; where no walker can be
 built (no C compiler) a few rows are walked in numpy and batches over NUMPY_ROWS go to XGBoost, the same answers
 slower. Without xgboost installed ``load_model`` returns None and dispatch answers analytically.
@@ -176,7 +177,9 @@ def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> Non
     if manifest.get("op") != op:
         problems.append(f"op {manifest.get('op')!r}, expected {op!r}")
     if manifest.get("feature_version") != feature_version(op):
-        problems.append(f"feature_version {manifest.get('feature_version')!r}, this code builds {feature_version(op)!r}")
+        problems.append(
+            f"feature_version {manifest.get('feature_version')!r}, this code builds {feature_version(op)!r}"
+        )
     if list(manifest.get("features", [])) != matrix_columns(op):
         have, want = list(manifest.get("features", [])), matrix_columns(op)
         diff = sorted(set(map(str, have)) ^ set(want)) or ["(same names, different order)"]

@@ -85,7 +85,12 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
         "serve_kinds": ",".join(manifest["serve_kinds"]),
         **{f"gnn.{k}": v for k, v in manifest["params"].items()},
     }
-    tags = {"kind": "train-gnn", "split": "random", "data_fingerprint": fingerprint, "feature_version": feature_version(cfg.op)}
+    tags = {
+        "kind": "train-gnn",
+        "split": "random",
+        "data_fingerprint": fingerprint,
+        "feature_version": feature_version(cfg.op),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp))  # the registered model serves the whole dispatch
         export_gnn(model, manifest, Path(tmp))

@@ -212,7 +212,12 @@ def evaluate_tune(op: str, log_mlflow: bool = True, predictor: str = "auto", dat
             op,
             "evaluate-tune",
             {"sweep": TUNE_SWEEPS[op], "rows": len(rows), "shapes": len(picks), "predictor": predictor},
-            {"kind": "evaluate", "split": "tune", "data_fingerprint": fingerprint, "feature_version": feature_version(op)},
+            {
+                "kind": "evaluate",
+                "split": "tune",
+                "data_fingerprint": fingerprint,
+                "feature_version": feature_version(op),
+            },
             metrics,
             {},
             {"regret_summary.json": pd.DataFrame(table), "regret_by_shape.json": picks},
