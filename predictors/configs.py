@@ -96,10 +96,15 @@ def _repeat(cols: Mapping[str, np.ndarray], rows: np.ndarray, configs: np.ndarra
     return out
 
 
+def runs(feats: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Per row of ``feature_columns(..., learned=True)``: the GPU can run the config (>= 1 CTA per SM by shared
+    memory, registers and warps)."""
+    return feats["ctas_per_sm"] >= 1
+
+
 def fits(feats: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Per row of ``feature_columns(..., learned=True)``: the config fits its GPU (>= 1 CTA per SM by shared
-    memory, registers and warps; no register spilled by the op's estimate)."""
-    return (feats["ctas_per_sm"] >= 1) & (feats["accumulator_spill"] == 0)
+    """The configs ranked: those that run (``runs``) and spill no register by the op's estimate."""
+    return runs(feats) & (feats["accumulator_spill"] == 0)
 
 
 def rank_columns(
