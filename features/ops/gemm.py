@@ -218,7 +218,7 @@ def triton_gemm_operands(cols, cfg, elem_bytes) -> TritonGemmOperands:
 #: registers per thread of kernelcast's Triton GEMM besides what ``triton_gemm_registers`` counts (addresses, loop
 #: state, masks), and per element: of an mma.sync dot's A and B operand fragments in one block_k step, of a ragged
 #: operand's tile loaded through registers (its value and half its 64-bit address). Fitted on the compile facts of
-#: 2,438 H200 compile classes (datasets/compile_facts/, tests/test_compile_facts.py): with them the estimate says
+#: 2,438 H200 compile classes (datasets/compile_facts/, tests/test_register_model.py): with them the estimate says
 #: which classes spill (ptxas caps a thread at 255 registers) for 96% of the classes.
 GEMM_BASE_REGISTERS = 71
 MMA_FRAGMENT_REGISTERS = (0.25, 0.5)
@@ -388,8 +388,9 @@ SPEC = register(
         example={"m": 256, "n": 256, "k": 256, "dtype": "bf16", "backend": "cublas"},
         categorical=("backend", "dtype", "source", "layout"),
         range_columns=("m", "n", "k", "batch"),
-        # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 150 rounds
-        # of depth 12 were as accurate as 300 of depth 10 and faster to serve (benchmarks/RESULTS.md)
+        # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 600 rounds
+        # at 0.06 beat 150 at 0.2 on every test set (cuBLAS 4.4 -> 3.9%, Triton 8.8 -> 7.9%) at 4x the serving
+        # cost; 1,200 were hardly better (benchmarks/RESULTS.md §18)
         train_params={"max_depth": 12, "n_estimators": 600, "learning_rate": 0.06},
     )
 )
