@@ -2,7 +2,9 @@
 # Device command (issue 13, end of the fifth session of 2026-12-01) on the lent nvidia-h200 (one GPU): the same
 # collector and method as collect_h200_20261201_triton5.sh (gpu_job, CUPTI timer, cold L2, 10% re-measured share):
 # gemm_triton_test4 (seed 1004), the fourth independent Triton GEMM test set, 40 fresh configs, in its own pass,
-# after every choice of the session.
+# after every choice of the session. The tracked tree (86.5 MB) is over the device call's 64 MiB copy: this call ran
+# with predictors/models/gemm.ubj.gz and gemm.forest.npz moved out of the working tree (the collector needs no
+# learned model) and put back after it.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=200 bash benchmarks/results/collect_h200_20261201_test4.sh
 set -u
 LIMIT=${LIMIT:-200}
