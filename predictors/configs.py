@@ -107,6 +107,21 @@ def fits(feats: Mapping[str, np.ndarray]) -> np.ndarray:
     return runs(feats) & (feats["accumulator_spill"] == 0)
 
 
+def candidate_features(
+    cols: Mapping[str, np.ndarray], op: str, configs: list[str] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """Every description row of ``cols`` (validated columns) crossed with the candidate configs (``None``: the
+    default space) -> (the candidates' description columns, their learned feature columns, the source row of each
+    candidate). Nothing is dropped: ``runs`` and ``fits`` read the features."""
+    configs = space(op) if configs is None else configs
+    n = len(np.atleast_1d(cols["gpu"]))
+    rows = np.repeat(np.arange(n), len(configs))
+    cand = np.empty(len(rows), dtype=object)
+    cand[:] = configs * n
+    big = _repeat(cols, rows, cand)
+    return big, feature_columns(big, op, learned=True), rows
+
+
 def rank_columns(
     cols: Mapping[str, np.ndarray], op: str, configs: list[str] | None, predictor: str, model_dir: str | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -115,13 +130,7 @@ def rank_columns(
     row of each candidate). One batched prediction for all rows and candidates."""
     from kernelcast.predictors.dispatch import predict_columns
 
-    configs = space(op) if configs is None else configs
-    n = len(np.atleast_1d(cols["gpu"]))
-    rows = np.repeat(np.arange(n), len(configs))
-    cand = np.empty(len(rows), dtype=object)
-    cand[:] = configs * n
-    big = _repeat(cols, rows, cand)
-    feats = feature_columns(big, op, learned=True)
+    big, feats, rows = candidate_features(cols, op, configs)
     keep = fits(feats)
     if not keep.all():
         big = {k: v[keep] for k, v in big.items()}
@@ -131,7 +140,8 @@ def rank_columns(
     return out, rows[keep]
 
 
-def _one(d) -> dict[str, np.ndarray]:
+def desc_columns(d) -> dict[str, np.ndarray]:
+    """One parsed description as one-row object columns (what ``rank_columns`` and ``candidate_features`` read)."""
     cols = {}
     for k, v in d.to_row().items():
         cell = np.empty(1, dtype=object)
@@ -154,7 +164,7 @@ def rank_configs(
         raise ValueError(f"top must be a positive integer or None; got {short(top)}")
     configs = None if candidates is None else _validate_candidates(d.op, candidates)
     asked = len(space(d.op)) if configs is None else len(configs)
-    out, _ = rank_columns(_one(d), d.op, configs, predictor)
+    out, _ = rank_columns(desc_columns(d), d.op, configs, predictor)
     if not len(out["config"]):
         raise ValueError(f"no candidate config fits {d.gpu} ({asked} asked): shared memory or registers exceeded")
     frame = pd.DataFrame(

@@ -16,7 +16,7 @@ from kernelcast.features.desc import parse_desc
 from kernelcast.features.gpu import list_gpus
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import feature_columns
-from kernelcast.predictors.configs import SPACES, _repeat, runs, space
+from kernelcast.predictors.configs import SPACES, candidate_features, desc_columns, runs, space
 from kernelcast.training import regret
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,17 +66,9 @@ def test_the_fit_follows_each_gpu_s_shared_memory_and_the_operands_alignment():
     b200 = rank_configs({**aligned, "gpu": "B200"}).attrs["fit"]
     assert a100 < b200
     ragged = {**GEMM, "k": 4095}
-    configs = space("gemm")
-    ran = []
-    for gpu in ("A100", "B200"):
-        cols = {
-            k: np.asarray([v] * len(configs), dtype=object)
-            for k, v in parse_desc({**ragged, "gpu": gpu}).to_row().items()
-        }
-        feats = feature_columns(
-            _repeat(cols, np.arange(len(configs)), np.asarray(configs, dtype=object)), "gemm", learned=True
-        )
-        ran.append(runs(feats))
+    ran = [
+        runs(candidate_features(desc_columns(parse_desc({**ragged, "gpu": g})), "gemm")[1]) for g in ("A100", "B200")
+    ]
     assert np.array_equal(*ran)
     assert rank_configs({**ragged, "gpu": "A100"}).attrs["fit"] < rank_configs({**ragged, "gpu": "B200"}).attrs["fit"]
 
