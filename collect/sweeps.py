@@ -15,7 +15,9 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
   first draws ``pool`` distinct tables, each sub-key drawn as above (seeded by ``pool_seed``
   when given, else by the block's draws), then gives each point one table of that pool: many
   shapes share few Triton compiles. ``pool_max = { "block_m*block_n/num_warps" = 8192 }`` rejects
-  pool tables whose product/quotient of sub-keys exceeds the bound.
+  pool tables whose product/quotient of sub-keys exceeds the bound. ``pool_exclude = ["moe_test"]`` never
+  draws a table that those sweeps' ``config`` pools or lists hold (training pools keep clear of the independent
+  test sets' fresh configs even where the config space is small).
 * ``[[models]]``: real-model shapes from ``features/models.toml`` (linear layers, attention, MoE experts)
   for ``models`` x ``tp`` x ``tokens``; each description is tagged with its model and layer.
 
@@ -116,7 +118,7 @@ def _draw(path: Path, key: str, spec: Any, rng: random.Random) -> Any:
     return spec
 
 
-POOL_KEYS = ("pool", "pool_seed", "pool_max")
+POOL_KEYS = ("pool", "pool_seed", "pool_max", "pool_exclude")
 
 
 def _ratio(path: Path, key: str, expr: str, table: dict) -> float:
@@ -131,8 +133,31 @@ def _ratio(path: Path, key: str, expr: str, table: dict) -> float:
     return value
 
 
-def _pool(path: Path, key: str, spec: dict, rng: random.Random) -> list:
-    """``spec["pool"]`` distinct tables drawn from the sub-key specs (rejecting those over ``pool_max``)."""
+def _excluded_tables(path: Path, key: str, names: Any, stack: tuple[str, ...]) -> set:
+    """The ``key`` tables of sweeps ``names``: their seeded pools, their lists and single tables."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _err(path, f"{key}.pool_exclude", names, "a list of sweep names")
+    out: set = set()
+    for name in names:
+        if name in stack:
+            raise _err(path, f"{key}.pool_exclude", names, f"sweeps that do not exclude each other ({name} does)")
+        other, data = _load(name)
+        for kind in ("grid", "random"):
+            for block in data.get(kind, []):
+                value = block.get(key)
+                if isinstance(value, dict) and "pool" in value:
+                    if not isinstance(value.get("pool_seed"), int):
+                        raise _err(other, f"{key}.pool_seed", value.get("pool_seed"), "an integer (it is excluded)")
+                    tables = _pool(other, key, value, random.Random(value["pool_seed"]), (*stack, name))
+                else:
+                    tables = [t for t in (value if isinstance(value, list) else [value]) if isinstance(t, dict)]
+                out.update(tuple(sorted(t.items())) for t in tables)
+    return out
+
+
+def _pool(path: Path, key: str, spec: dict, rng: random.Random, stack: tuple[str, ...] = ()) -> list:
+    """``spec["pool"]`` distinct tables drawn from the sub-key specs (rejecting those over ``pool_max`` and those
+    of the ``pool_exclude`` sweeps)."""
     size, seed, limits = spec["pool"], spec.get("pool_seed"), spec.get("pool_max", {})
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise _err(path, f"{key}.pool", size, "a positive integer")
@@ -141,7 +166,8 @@ def _pool(path: Path, key: str, spec: dict, rng: random.Random) -> list:
     draw_rng = random.Random(seed) if seed is not None else rng
     subs = {k: v for k, v in spec.items() if k not in POOL_KEYS}
     pool: list[dict] = []
-    seen: set = set()
+    stack = stack or (path.stem,)
+    seen: set = _excluded_tables(path, key, spec["pool_exclude"], stack) if "pool_exclude" in spec else set()
     for _ in range(200 * size):
         if len(pool) == size:
             break

@@ -198,6 +198,47 @@ config = { pool = 9, block_m = [16, 32], block_n = 16, block_k = 16, group_m = 1
         sweeps.expand("t", "H200")
 
 
+_SMALL_SPACE = "block_m = [16, 32], block_n = [16, 32], num_warps = [4, 8], num_stages = 2"
+
+
+def _small_pool(name, pool, seed, exclude=None):
+    excl = f", pool_exclude = {exclude!r}".replace("'", '"') if exclude else ""
+    return f"""
+[[random]]
+op = "attention"
+backend = "triton"
+dtype = "bf16"
+count = 200
+batch = 2
+heads_q = 8
+heads_kv = 8
+seq_q = {{ log_uniform = [16, 512] }}
+seq_kv = "=seq_q"
+head_dim = 64
+causal = false
+config = {{ pool = {pool}, pool_seed = {seed}{excl}, {_SMALL_SPACE} }}
+"""
+
+
+def test_config_pool_exclude_draws_clear_of_other_sweeps(tmp_path, monkeypatch):
+    """A pool with pool_exclude never draws a table another sweep's pool holds, even in a space of 8 tables."""
+    monkeypatch.setattr(sweeps, "SWEEP_DIR", tmp_path)
+    (tmp_path / "held.toml").write_text(_small_pool("held", 3, 1))
+    (tmp_path / "train.toml").write_text(_small_pool("train", 5, 2, ["held"]))
+    held = {d.config for d in sweeps.expand("held", "H200")}
+    train = {d.config for d in sweeps.expand("train", "H200")}
+    assert len(held) == 3 and len(train) == 5 and not held & train  # 3 + 5 = all 8 tables of the space
+    (tmp_path / "train.toml").write_text(_small_pool("train", 6, 2, ["held"]))
+    with pytest.raises(ValueError, match="config.pool must be at most the 5 distinct tables"):
+        sweeps.expand("train", "H200")
+    (tmp_path / "held.toml").write_text(_small_pool("held", 3, 1, ["train"]))
+    with pytest.raises(ValueError, match=r"config.pool_exclude must be sweeps that do not exclude each other"):
+        sweeps.expand("train", "H200")
+    (tmp_path / "train.toml").write_text(_small_pool("train", 5, 2, "held"))
+    with pytest.raises(ValueError, match=r"config.pool_exclude must be a list of sweep names; got 'held'"):
+        sweeps.expand("train", "H200")
+
+
 def _runs_triton(name: str) -> bool:
     """Whether any block of sweep ``name`` draws a Triton backend (the others hold no Triton config to compare)."""
     data = tomllib.loads((sweeps.SWEEP_DIR / f"{name}.toml").read_text())
