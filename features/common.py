@@ -253,6 +253,18 @@ def resident_ctas(
     }
 
 
+#: bytes an SM's L1 moves per clock, where spilled registers live (local memory, L1-cached)
+L1_BYTES_PER_SM_CLOCK = 128
+
+
+def spill_us(spilled, warps, steps, base) -> np.ndarray:
+    """Time an SM's L1 spends on spilled registers (µs): every thread stores and reloads its spilled registers
+    (4 B each) once per main-loop step of every CTA (``steps``: CTAs × steps each), all SMs at
+    ``L1_BYTES_PER_SM_CLOCK``. 0 without spills, NaN without a config."""
+    traffic = steps * 32 * warps * spilled * 8.0
+    return traffic / (L1_BYTES_PER_SM_CLOCK * base["gpu_sm_count"] * base["gpu_boost_clock_hz"]) * 1e6
+
+
 #: elements one block of PyTorch's eager elementwise/copy kernels covers (TensorIterator: 128 threads × 4)
 ELEMENTS_PER_BLOCK = 512
 #: blocks of 128 threads resident per SM when nothing else limits them (2048 threads per SM)

@@ -15,7 +15,9 @@ from kernelcast.features.ops import get_op
 #: per op family: bump an op's version when any of its features' meaning, names or order change (logged to MLflow,
 #: pinned in manifests: a model built on another version is refused); families not listed are at the base version
 BASE_FEATURE_VERSION = "5"
-FEATURE_VERSIONS = {"gemm": "6"}  # 6: Triton GEMM register pressure (registers per thread, spills)
+#: gemm 6: Triton GEMM register pressure (registers per thread, spills); attention and moe 6: their Triton kernels'
+#: registers and spills, tiles as run (padded to whole tiles) and the target's scale from them
+FEATURE_VERSIONS = {"gemm": "6", "attention": "6", "moe": "6"}
 
 
 def feature_version(op: str) -> str:

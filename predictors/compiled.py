@@ -6,7 +6,7 @@ numpy walk's margins. It is built by the system C compiler (``$CC``, else ``cc``
 ``$KERNELCAST_CACHE`` (else ``$XDG_CACHE_HOME/kernelcast``, else ``~/.cache/kernelcast``), named by the
 sha256 of the source, the compiler and its flags, written to a temporary file and renamed into place, so
 concurrent processes never load half a library. Without a compiler, or when the build fails, ``library``
-says why and serving walks the trees in numpy (a few rows) or XGBoost (batches), slower but the same answers
+says why and serving walks the trees in numpy, slower but the same answers
 (benchmarks/RESULTS.md has both).
 """
 
@@ -167,7 +167,7 @@ def compile_forest(forest: Forest) -> CompiledForest | None:
     lib, where = library()
     if lib is None:
         warnings.warn(
-            f"compiled tree walker unavailable ({where}): learned models walk their trees in numpy and XGBoost "
+            f"compiled tree walker unavailable ({where}): learned models walk their trees in numpy "
             "(the same answers, slower; benchmarks/RESULTS.md)",
             RuntimeWarning,
             stacklevel=3,

@@ -83,18 +83,18 @@ def predictors_for(op: str, predictor: str, model_dir: str | None = None) -> lis
     return [*first, model] + ([unseen] if unseen is not None else []) + [ANALYTICAL]
 
 
-@functools.cache
-def _unseen_cached(op: str, model_id: int, model_dir: str):
-    from kernelcast.predictors import unseen
-
-    return unseen.read_summary(op, Path(model_dir))
+#: the unseen-GPU predictor of each loaded learned model, by id (built once: it indexes the model's coverage)
+_UNSEEN: dict[int, tuple] = {}
 
 
 def _unseen(op: str, model):
-    from kernelcast.predictors.unseen import UnseenGpuModel
+    from kernelcast.predictors import unseen
 
-    summary = _unseen_cached(op, id(model), str(model.model_dir))
-    return UnseenGpuModel(model, summary) if summary is not None else None
+    held = _UNSEEN.get(id(model))
+    if held is None or held[0] is not model:  # the model held keeps its id from being reused
+        summary = unseen.read_summary(op, Path(model.model_dir))
+        held = _UNSEEN[id(model)] = (model, unseen.UnseenGpuModel(model, summary) if summary is not None else None)
+    return held[1]
 
 
 def predict_columns(

@@ -16,6 +16,31 @@ typedef struct {
 } kc_node;
 
 #define KC_BLOCK 64
+/* blocks of fewer rows than this walk KC_GROUP trees side by side instead: one row alone has no other row's loads
+ * to overlap with its own chain of dependent loads down a tree, so it overlaps the chains of several trees */
+#define KC_FEW_ROWS 4
+#define KC_GROUP 16
+
+static void kc_walk_grouped(const float *xr, int64_t col_stride, const kc_node *nodes, const int64_t *roots,
+                            const int32_t *depths, const int32_t *outputs, int64_t n_trees, double *o) {
+    int64_t at[KC_GROUP];
+    for (int64_t t0 = 0; t0 < n_trees; t0 += KC_GROUP) {
+        const int64_t g = t0 + KC_GROUP < n_trees ? KC_GROUP : n_trees - t0;
+        int32_t deepest = 0;
+        for (int64_t j = 0; j < g; ++j) {
+            at[j] = roots[t0 + j];
+            if (depths[t0 + j] > deepest) deepest = depths[t0 + j];
+        }
+        for (int32_t level = 0; level < deepest; ++level) /* a leaf steps to itself: extra levels are harmless */
+            for (int64_t j = 0; j < g; ++j) {
+                const kc_node *node = nodes + at[j];
+                const float v = xr[node->feature * col_stride];
+                const int right = (v >= node->threshold) | ((v != v) & node->default_right);
+                at[j] = node->child[right];
+            }
+        for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)nodes[at[j]].leaf;
+    }
+}
 
 /* x[r * row_stride + f * col_stride] is row r's feature f (strides in elements: C or Fortran order alike) */
 void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t col_stride, const kc_node *nodes,
@@ -28,6 +53,14 @@ void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t
         double *ob = out + r0 * n_outputs;
         for (int64_t r = 0; r < n; ++r)
             for (int64_t o = 0; o < n_outputs; ++o) ob[r * n_outputs + o] = 0.0;
+        if (n < KC_FEW_ROWS) {
+            for (int64_t r = 0; r < n; ++r)
+                kc_walk_grouped(xb + r * row_stride, col_stride, nodes, roots, depths, outputs, n_trees,
+                                ob + r * n_outputs);
+            for (int64_t r = 0; r < n; ++r)
+                for (int64_t o = 0; o < n_outputs; ++o) ob[r * n_outputs + o] += base[o];
+            continue;
+        }
         for (int64_t t = 0; t < n_trees; ++t) {
             for (int64_t r = 0; r < n; ++r) at[r] = roots[t];
             for (int32_t level = 0; level < depths[t]; ++level) {

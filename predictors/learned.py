@@ -1,28 +1,24 @@
-"""Learned models: shipped XGBoost models bound to their manifests, coverage, intervals, serving.
+"""Learned models: shipped tree ensembles bound to their manifests, coverage, intervals, serving.
 
-A shipped model is ``models/<op>.ubj.gz`` (the log-efficiency regressor, target
-log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time), ``models/<op>.quantile.ubj.gz``
-(its p10/p90 quantile model), ``models/<op>.forest.npz`` (both as numpy arrays, for a few rows) and
-``models/<op>.json`` (the manifest: features and their version (``features.vector.feature_version``),
-training-data fingerprint, metrics, versions, what it covers, conformal offsets, and the sha256 of each model
-file). Every file is checked against its hash when the model loads: a stale, altered or truncated file, a
-manifest that is not JSON or lacks a key, or a non-finite offset is a ``ModelFileError`` naming the file — never
-a silent answer.
-Serving walks the trees in compiled C (``compiled.py``) for one row and for batches; where no walker can be
-built (no C compiler) a few rows are walked in numpy and batches over NUMPY_ROWS go to XGBoost, the same answers
-slower. Without xgboost installed ``load_model`` returns None and dispatch answers analytically.
+A shipped model is ``models/<op>.forest.npz`` (the trees of two XGBoost boosters as flat arrays: the
+log-efficiency regressor, target log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time,
+and its p10/p90 quantile model) and ``models/<op>.json`` (the manifest: features and their version
+(``features.vector.feature_version``), training-data fingerprint, metrics, versions, what it covers, conformal
+offsets, the sha256 of the forest file, and ``check``: rows of the training matrix with XGBoost's own margins on
+them, which the forest must reproduce). The boosters themselves stay with their MLflow run; serving needs neither
+them nor xgboost. Every file is checked against its hash when the model loads: a stale, altered or truncated
+file, a manifest that is not JSON or lacks a key, or a non-finite offset is a ``ModelFileError`` naming the file
+— never a silent answer.
+Serving walks the trees in compiled C (``compiled.py``); where no walker can be built (no C compiler) they are
+walked in numpy (``trees.Forest``), the same answers slower.
 """
 
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
-import importlib.util
 import json
 import math
-import os
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +35,12 @@ from kernelcast.predictors.compiled import CompiledForest, compile_forest
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
-MANIFEST_FORMAT = 3  # 3: file hashes, config values seen (2: no hashes; 1: XGBoost categorical columns)
-#: the files of a shipped model besides its manifest, by role
-#: the boosters are XGBoost UBJ gzipped (2.2-3x smaller: the shipped tree must travel to GPU hosts in a 64 MiB limit)
-MODEL_FILES = {"booster": ".ubj.gz", "quantile_booster": ".quantile.ubj.gz", "forest": ".forest.npz"}
+#: 4: the forest is the only model file, XGBoost's margins on check rows in the manifest (3: the boosters shipped
+#: too; 2: no hashes; 1: XGBoost categorical columns)
+MANIFEST_FORMAT = 4
+#: the files of a shipped model besides its manifest, by role (the boosters stay in MLflow: the shipped tree must
+#: travel to GPU hosts in a 64 MiB copy, and the GEMM boosters alone were 31 MB)
+MODEL_FILES = {"forest": ".forest.npz"}
 #: manifest keys serving reads
 REQUIRED_KEYS = (
     "format",
@@ -59,18 +57,12 @@ REQUIRED_KEYS = (
     "config_values",
     "conformal",
     "files",
+    "check",
 )
 
 
 class ModelFileError(ValueError):
     """A shipped model file that cannot be served as it is: names the file and what is wrong."""
-
-
-#: batches this large predict on every core; smaller ones on one thread (thread start-up costs more)
-PARALLEL_ROWS = 2048
-#: batches up to this size walk the trees in numpy (trees.Forest): XGBoost's fixed per-call cost is larger
-#: than the walk up to about this many rows (benchmarks/RESULTS.md)
-NUMPY_ROWS = 32
 
 
 def matrix_columns(op: str) -> list[str]:
@@ -248,32 +240,17 @@ def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
 
 @dataclass
 class LearnedModel:
-    """A loaded learned model: manifest, the trees as a numpy forest, and (on first need) the XGBoost boosters.
+    """A loaded learned model: its manifest and its trees (walked in C, or in numpy without a C compiler).
 
     Implements the predictor contract (``predictors.base.Predictor``) for its op.
     """
 
     op: str
     manifest: dict
-    forest: Forest  # both boosters' trees, for numpy walks of a few rows
+    forest: Forest  # both boosters' trees
     model_dir: Path
-    compiled: CompiledForest | None = None  # the same trees walked in C (None: no C compiler; numpy and XGBoost)
-    threads: int = 0  # the nthread both boosters were last set to (0: never)
-    _boosters: tuple | None = None  # loaded on the first batch over NUMPY_ROWS (importing xgboost: ~1 s)
+    compiled: CompiledForest | None = None  # the same trees walked in C (None: no C compiler; numpy walks them)
     needs_learned_features = True
-
-    @property
-    def booster(self):
-        return self._load_boosters()[0]
-
-    @property
-    def quantile_booster(self):
-        return self._load_boosters()[1]
-
-    def _load_boosters(self) -> tuple:
-        if self._boosters is None:
-            self._boosters = _read_boosters(self.model_dir, self.op, self.manifest)
-        return self._boosters
 
     @functools.cached_property
     def _covered(self) -> frozenset:
@@ -317,20 +294,8 @@ class LearnedModel:
     def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
         x = feature_matrix(features, self.op)
-        if self.compiled is not None:
-            margins = self.compiled.predict(x)
-            point, quantiles = margins[:, 0], margins[:, 1:]
-        elif len(x) <= NUMPY_ROWS:
-            margins = self.forest.predict(x)
-            point, quantiles = margins[:, 0], margins[:, 1:]
-        else:
-            threads = 1 if len(x) < PARALLEL_ROWS else (os.cpu_count() or 1)
-            if threads != self.threads:  # set_param drops XGBoost's predictor cache: only on a change
-                for booster in (self.booster, self.quantile_booster):
-                    booster.set_param({"nthread": threads})
-                self.threads = threads
-            point = self.booster.inplace_predict(x)
-            quantiles = np.asarray(self.quantile_booster.inplace_predict(x)).reshape(len(x), -1)
+        margins = (self.compiled or self.forest).predict(x)
+        point, quantiles = margins[:, 0], margins[:, 1:]
         return to_latency(
             np.asarray(features["scale_us"], dtype=np.float64),
             point,
@@ -359,16 +324,6 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
     if manifest is None:
         return None
     check_manifest(manifest, op, folder / f"{op}.json")
-    if importlib.util.find_spec("xgboost") is None:
-        warnings.warn(
-            f"xgboost is not installed: the shipped {op} model is not loaded and {op} answers are "
-            "analytical (pip install 'kernelcast[train]')",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
-    for role in ("booster", "quantile_booster"):  # read only without a compiled walker: checked here all the same
-        verified(folder, op, role, manifest)
     path = verified(folder, op, "forest", manifest)
     try:
         forest = Forest.load(path)
@@ -378,26 +333,35 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
         raise ModelFileError(
             f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}"
         )
-    return LearnedModel(op, manifest, forest, folder, compile_forest(forest))
+    walker = compile_forest(forest)
+    check_forest(walker or forest, manifest["check"], path)
+    return LearnedModel(op, manifest, forest, folder, walker)
 
 
-def _read_boosters(folder: Path, op: str, manifest: Mapping[str, Any]) -> tuple:
-    import xgboost as xgb
+#: how far a forest's margins may sit from XGBoost's on the check rows (float32 sums in another order: ~1e-5)
+CHECK_TOLERANCE = 2e-4
 
-    out = []
-    for role in ("booster", "quantile_booster"):
-        path = verified(folder, op, role, manifest)
-        try:
-            booster = xgb.Booster()
-            booster.load_model(bytearray(gzip.decompress(path.read_bytes())))
-            out.append(booster)
-        except (OSError, EOFError, xgb.core.XGBoostError) as exc:  # gzip errors are OSError/EOFError
-            raise ModelFileError(f"{path}: XGBoost cannot read it ({str(exc).splitlines()[0]})") from None
-    return tuple(out)
+
+def check_forest(walker: Forest | CompiledForest, check: Any, path: Path) -> None:
+    """The forest gives XGBoost's margins on the manifest's check rows (its training boosters' own answers)."""
+    try:
+        x = np.asarray(check["x"], dtype=np.float32)
+        want = np.asarray(check["margins"], dtype=np.float64)
+        got = walker.predict(x)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ModelFileError(f"{path}: the manifest's check rows cannot be read ({exc})") from None
+    if got.shape != want.shape or not len(want):
+        raise ModelFileError(f"{path}: check margins of shape {want.shape}; the forest gives {got.shape}")
+    worst = float(np.max(np.abs(got - want)))
+    if not worst <= CHECK_TOLERANCE:
+        raise ModelFileError(
+            f"{path}: margins differ from XGBoost's on the manifest's check rows by up to {worst:.3g} "
+            f"(allowed {CHECK_TOLERANCE})"
+        )
 
 
 def load_model(op: str, model_dir: str | Path | None = None) -> LearnedModel | None:
-    """The shipped model for ``op`` (cached), None when none is shipped or xgboost is missing.
+    """The shipped model for ``op`` (cached), None when none is shipped.
 
     A manifest or model file that does not match this code raises ``ModelFileError`` (a ``ValueError``).
     """

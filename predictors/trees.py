@@ -1,8 +1,7 @@
-"""XGBoost tree ensembles walked in numpy: a few rows without XGBoost's fixed per-call cost.
+"""XGBoost tree ensembles as flat arrays, walked in numpy: what a shipped model is.
 
-XGBoost's ``inplace_predict`` has a fixed per-call cost however few the rows; walking every tree one
-level per numpy step costs far less for one row (both measured in benchmarks/RESULTS.md). Batches stay
-with XGBoost, which is faster per row.
+The shipped models are these arrays (``<op>.forest.npz``); ``compiled.py`` walks the same trees in C, and
+this numpy walk (every tree one level per step) serves where no C compiler is.
 
 ``Forest.from_boosters`` reads the boosters' JSON models. Semantics follow XGBoost's CPU predictor:
 a split sends ``value < split_condition`` left, a missing value takes the node's default direction;
@@ -18,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+#: node indices one numpy walk step holds (rows x trees): bounds a batch's memory to ~50 MB a step
+CHUNK_NODES = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,17 @@ class Forest:
             )
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """(rows, features) float32 -> (rows, outputs) float64 margins, as XGBoost's."""
+        """(rows, features) float32 -> (rows, outputs) float64 margins, as XGBoost's; large batches in chunks (the
+        walk holds a node index per row and tree)."""
         x = np.asarray(x, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.n_features:
             raise ValueError(f"x must be (rows, {self.n_features}); got shape {x.shape}")
+        rows = max(1, CHUNK_NODES // len(self.roots))
+        if len(x) <= rows:
+            return self._walk(np.ascontiguousarray(x))
+        return np.vstack([self._walk(np.ascontiguousarray(x[i : i + rows])) for i in range(0, len(x), rows)])
+
+    def _walk(self, x: np.ndarray) -> np.ndarray:
         flat = x.ravel()
         node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
         row_start = (np.arange(len(x)) * x.shape[1])[:, None]

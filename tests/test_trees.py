@@ -1,5 +1,5 @@
-"""The numpy tree walk (predictors/trees.py) gives XGBoost's margins: shipped models on real rows,
-and small models trained here on synthetic data with missing values."""
+"""The numpy tree walk (predictors/trees.py) gives XGBoost's margins: shipped models on their manifests' check rows
+(XGBoost's own margins, recorded at export), and small models trained here on synthetic data with missing values."""
 
 import numpy as np
 import pandas as pd
@@ -8,7 +8,8 @@ import pytest
 xgb = pytest.importorskip("xgboost")
 
 from kernelcast.features.vector import feature_columns  # noqa: E402
-from kernelcast.predictors.learned import MODEL_DIR, NUMPY_ROWS, feature_matrix, load_model  # noqa: E402
+from kernelcast.predictors import trees  # noqa: E402
+from kernelcast.predictors.learned import CHECK_TOLERANCE, MODEL_DIR, load_model, read_manifest  # noqa: E402
 from kernelcast.predictors.trees import Forest  # noqa: E402
 from kernelcast.training.data import load_rows  # noqa: E402
 
@@ -17,32 +18,24 @@ def _xgb_margins(*boosters, x):
     return np.column_stack([np.asarray(b.inplace_predict(x)).reshape(len(x), -1) for b in boosters])
 
 
-@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "collective"])
-def test_forest_equals_xgboost_on_shipped_models_and_real_rows(op):
-    model = load_model(op)
-    rows = load_rows(op, sources=("kernelcast",))
-    rows = rows.sample(min(400, len(rows)), random_state=0)
-    cols = {c: rows[c].to_numpy() for c in rows}
-    x = feature_matrix({**cols, **feature_columns(cols, op)}, op)
-    want = _xgb_margins(model.booster, model.quantile_booster, x=x)
-    assert np.abs(model.forest.predict(x) - want).max() < 1e-4
-    one = model.predict({k: v[:1] for k, v in {**cols, **feature_columns(cols, op)}.items()})  # the numpy path
-    assert NUMPY_ROWS >= 1 and np.isfinite(one[0]).all()
+SHIPPED = sorted(p.stem for p in MODEL_DIR.glob("*.json") if "." not in p.stem)
 
 
-@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "collective"])
-def test_shipped_forest_file_is_the_shipped_boosters(op, tmp_path):
-    model = load_model(op)
-    built = Forest.from_boosters(model.booster, model.quantile_booster)
-    shipped = Forest.load(MODEL_DIR / f"{op}.forest.npz")
-    again = Forest.load(built.save(tmp_path / "f.npz"))
-    for forest in (shipped, again):
-        for name in ("feature", "threshold", "default_right", "children", "leaf_value", "roots", "combine", "base"):
-            np.testing.assert_array_equal(getattr(forest, name), getattr(built, name), err_msg=name)
-        assert (forest.n_features, forest.depth) == (built.n_features, built.depth)
+@pytest.mark.parametrize("op", SHIPPED)
+def test_shipped_forest_gives_xgboosts_margins_on_its_check_rows(op):
+    """Both walks (numpy, and C where a compiler is) of the shipped forest file against the margins its training
+    boosters gave on real training rows."""
+    check = read_manifest(op)["check"]
+    x, want = np.asarray(check["x"], np.float32), np.asarray(check["margins"])
+    forest = Forest.load(MODEL_DIR / f"{op}.forest.npz")
+    assert len(x) >= 32 and want.shape == (len(x), len(forest.base)) and np.ptp(want[:, 0]) > 0.1
+    assert np.abs(forest.predict(x) - want).max() < CHECK_TOLERANCE
+    walker = load_model(op).compiled
+    if walker is not None:
+        assert np.abs(walker.predict(x) - want).max() < CHECK_TOLERANCE
 
 
-def test_forest_missing_values_and_two_boosters_match_xgboost():
+def test_forest_missing_values_and_two_boosters_match_xgboost(tmp_path):
     # synthetic data (a unit test of the walk's semantics, not a measurement)
     rng = np.random.default_rng(0)
     n = 4000
@@ -54,7 +47,7 @@ def test_forest_missing_values_and_two_boosters_match_xgboost():
     quant = xgb.train(
         {"max_depth": 3, "tree_method": "hist", "objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.9]}, dm, 10
     )
-    forest = Forest.from_boosters(point, quant)
+    forest = Forest.load(Forest.from_boosters(point, quant).save(tmp_path / "f.npz"))  # what a shipped file holds
     probe = x[:300].copy()
     probe[:30, 1] = np.nan  # a column never missing in training
     want = _xgb_margins(point, quant, x=probe)
@@ -84,10 +77,17 @@ def test_learned_one_row_path_equals_batch_path():
     rows = load_rows("gemm", sources=("kernelcast",)).sample(40, random_state=2)
     cols = {c: rows[c].to_numpy() for c in rows}
     feats = {**cols, **feature_columns(cols, "gemm")}
-    batch = np.column_stack(model.predict(feats))  # XGBoost (40 > NUMPY_ROWS rows)
+    batch = np.column_stack(model.predict(feats))
     singles = np.vstack(
         [np.column_stack(model.predict({k: v[i : i + 1] for k, v in feats.items()})) for i in range(40)]
     )
-    assert len(rows) > NUMPY_ROWS
-    np.testing.assert_allclose(singles, batch, rtol=1e-4)
+    np.testing.assert_allclose(singles, batch, rtol=1e-6)
     assert not pd.isna(singles).any()
+
+
+def test_numpy_walk_of_a_large_batch_goes_in_chunks_with_the_same_margins(monkeypatch):
+    forest = load_model("gemm").forest
+    x = np.asarray(read_manifest("gemm")["check"]["x"], np.float32)
+    whole = forest.predict(x)
+    monkeypatch.setattr(trees, "CHUNK_NODES", len(forest.roots) * 5)  # 5 rows a chunk: 13 chunks
+    np.testing.assert_array_equal(forest.predict(x), whole)

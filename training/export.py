@@ -1,5 +1,5 @@
-"""Export a fitted LatencyRegressor as shipped files: <op>.ubj.gz, <op>.quantile.ubj.gz, <op>.forest.npz and the
-<op>.json manifest."""
+"""Export a fitted LatencyRegressor as shipped files: <op>.forest.npz and the <op>.json manifest (with XGBoost's
+margins on check rows); for an MLflow run, its boosters too (<op>.ubj.gz, <op>.quantile.ubj.gz)."""
 
 from __future__ import annotations
 
@@ -84,15 +84,27 @@ def _json_default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | None = None) -> list[Path]:
-    """Write the boosters, their numpy forest and the manifest (with each file's sha256) atomically (temp file +
-    os.replace); returns the paths. The manifest goes last: until it lands, the old manifest's hashes reject a
-    half-replaced model instead of serving it."""
+def check_rows(model) -> dict[str, list]:
+    """The model's check rows and both boosters' margins on them (what the forest must give back)."""
+    x = model.check_x_
+    margins = np.column_stack(
+        [np.asarray(b.inplace_predict(x)).reshape(len(x), -1) for b in (model.booster_, model.quantile_booster_)]
+    )
+    return {"x": x.astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
+
+
+def export_model(
+    model, manifest: Mapping[str, Any], op: str, out_dir: Path | None = None, boosters: bool = False
+) -> list[Path]:
+    """Write the forest and the manifest (with the forest's sha256 and the check rows) atomically (temp file +
+    os.replace), and with ``boosters`` the XGBoost boosters beside them (gzipped UBJ, for an MLflow run's
+    artifacts: serving never reads them); returns the paths. The manifest goes last: until it lands, the old
+    manifest's hash rejects a half-replaced model instead of serving it."""
     out_dir = Path(out_dir or MODEL_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for suffix, booster in (("", model.booster_), (".quantile", model.quantile_booster_)):
-        path = out_dir / f"{op}{MODEL_FILES['quantile_booster' if suffix else 'booster']}"
+    for suffix, booster in (("", model.booster_), (".quantile", model.quantile_booster_)) if boosters else ():
+        path = out_dir / f"{op}{suffix}.ubj.gz"
         raw = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
         booster.save_model(str(raw))
         tmp = raw.with_suffix(".gz")
@@ -104,6 +116,7 @@ def export_model(model, manifest: Mapping[str, Any], op: str, out_dir: Path | No
     manifest = {
         **manifest,
         "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()},
+        "check": check_rows(model),
     }
     path = out_dir / f"{op}.json"
     tmp = out_dir / f".{op}.{os.getpid()}.tmp.json"

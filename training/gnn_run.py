@@ -92,7 +92,8 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
         "feature_version": feature_version(cfg.op),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp))  # the registered model serves the whole dispatch
+        # the registered model serves the whole dispatch
+        export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp), boosters=True)
         export_gnn(model, manifest, Path(tmp))
         requirements = tuple(
             f"{p}=={v}"

@@ -319,7 +319,7 @@ def _log_and_promote(
 
     old = champion_mape(cfg.op, rows, test_features)
     with tempfile.TemporaryDirectory() as tmp:
-        export_model(model, manifest, cfg.op, Path(tmp))
+        export_model(model, manifest, cfg.op, Path(tmp), boosters=True)
         run_id, version = tracking.log_run(
             cfg.op,
             run_name(cfg.op, "train", "random", train_frame, fingerprint),

@@ -27,6 +27,10 @@ def conformal_offset(scores: np.ndarray, coverage: float) -> float:
     return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
 
 
+#: training rows kept with a fitted model, whose margins its exported forest is checked against
+CHECK_ROWS = 64
+
+
 class LatencyRegressor(RegressorMixin, BaseEstimator):
     """Predicts latency_us from ``build_features`` output; the target is log(latency / scale_us).
 
@@ -136,6 +140,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             np.mean(scores <= row_offsets(x[calib], self.op, self.conformal_))
         )
         self.n_train_, self.n_calibration_ = int(len(x)), int(calib.sum())
+        pick = np.random.default_rng(self.random_state).choice(len(x), min(CHECK_ROWS, len(x)), replace=False)
+        self.check_x_ = x[np.sort(pick)]  # rows whose XGBoost margins the shipped forest must reproduce
         return self
 
     def _calibrate(self, x: np.ndarray, scores: np.ndarray) -> dict:

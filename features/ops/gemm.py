@@ -20,6 +20,7 @@ from kernelcast.features.common import (
     roofline_floors,
     roofline_latency,
     shared_memory_rule,
+    spill_us,
     tile_waves,
     triton_configs,
     triton_ring,
@@ -258,22 +259,10 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
         "buffers_b": ops.buffers_b,
         "registers_per_thread": registers,
         "spilled_registers": spilled,
-        "spill_us": spill_us(spilled, warps, base),
+        "spill_us": spill_us(spilled, warps, base["tiles"] * base["k_iterations"], base),
         "scalar_load_us": scalar,
         "scalar_load_share": scalar / (scalar + base["floor_us"]),
     }
-
-
-#: bytes an SM's L1 moves per clock, where spilled registers live (local memory, L1-cached)
-L1_BYTES_PER_SM_CLOCK = 128
-
-
-def spill_us(spilled, warps, base) -> np.ndarray:
-    """Time an SM's L1 spends on spilled registers (µs): every thread stores and reloads its spilled registers
-    (4 B each) once per K step of every CTA, all SMs at ``L1_BYTES_PER_SM_CLOCK``. 0 without spills, NaN without
-    a config."""
-    traffic = base["tiles"] * base["k_iterations"] * 32 * warps * spilled * 8.0
-    return traffic / (L1_BYTES_PER_SM_CLOCK * base["gpu_sm_count"] * base["gpu_boost_clock_hz"]) * 1e6
 
 
 #: elements one SM loads per clock when each thread loads one element per instruction: one warp-wide load
