@@ -94,7 +94,10 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
     get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     names = feature_names(op)
     n = len(np.atleast_1d(get(names[0])))
-    if n <= SMALL:  # a few rows: one stack instead of a write per column
+    if n == 1:  # one row: one write of a list (no array per feature)
+        out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
+        out[0, : len(names)] = [_first(get(name)) for name in names]
+    elif n <= SMALL:  # a few rows: one stack instead of a write per column
         out = np.zeros((n, len(_matrix_columns(op))), dtype=np.float32)
         out[:, : len(names)] = np.stack([get(name) for name in names], axis=1)  # every feature: one value per row
     else:  # column by column into a column-major matrix: each write is contiguous
@@ -114,6 +117,11 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str) -> np.nd
             out[np.flatnonzero(known), start + codes[known]] = 1.0
         start += len(cats)
     return np.ascontiguousarray(out)  # row-major, as XGBoost reads fastest (one transpose for a batch)
+
+
+def _first(value):
+    """A one-row column's value (an array of one, or the value itself)."""
+    return value[0] if getattr(value, "ndim", 0) else value
 
 
 def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
