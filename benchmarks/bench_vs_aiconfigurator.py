@@ -2,7 +2,7 @@
 ``predict_latency`` and ``predict_many``.
 
 kernelcast paths: ``compiled`` (the trees walked in C, what serving uses), ``fallback`` (the same process with the
-compiled walker switched off: numpy for a few rows, XGBoost for batches, as without a C compiler) and, with
+compiled walker switched off: the trees walked in numpy, as without a C compiler) and, with
 ``--baseline-python``, ``baseline``: this script's kernelcast part run by another interpreter, whose installed
 kernelcast is an older revision (e.g. a checkout of main before this change), once before and once after the
 in-process part (the mean of the two is reported, both are in the JSON). aiconfigurator:
