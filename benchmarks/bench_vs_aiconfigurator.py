@@ -25,15 +25,18 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_learned import _median_s, covered_rows  # noqa: E402
 
-from kernelcast import predict_latency, predict_many  # noqa: E402
-from kernelcast.predictors.learned import load_model  # noqa: E402
+from kernelcast import parse_desc, predict_latency, predict_many  # noqa: E402
+from kernelcast.features.vector import build_features  # noqa: E402
+from kernelcast.predictors.learned import feature_matrix, load_model  # noqa: E402
 
 #: calls of one path in a row (aiconfigurator's engine keeps threads busy for a while after a call: calls
 #: interleaved one by one would pay for each other's), and warm-up calls per path, not kept
@@ -97,6 +100,12 @@ def time_kernelcast(calls: int, rows: int, with_aiconfigurator: bool, baseline: 
                 times[path].append((time.perf_counter() - t0) * 1e6)
                 answers[path].append(value)
     out = {"one_call": {p: _stats(t) for p, t in times.items()}, "shapes": len(todo)}
+    if compiled is not None:  # the compiled tree walk of one row alone, on these shapes' feature rows
+        frame = pd.DataFrame([parse_desc(desc(*s)).to_row() for s in todo[:200]])
+        x = feature_matrix(build_features(frame, "gemm"), "gemm")
+        one_rows = [np.ascontiguousarray(x[i : i + 1]) for i in range(len(x))]
+        best = min(timeit.repeat(lambda: [compiled.predict(r) for r in one_rows], number=5, repeat=5))
+        out["walk_one_row_us"] = best / 5 / len(one_rows) * 1e6
     if "fallback" in paths:
         a, b = np.asarray(answers["compiled"]), np.asarray(answers["fallback"])
         out["max_rel_diff_compiled_vs_fallback"] = float(np.max(np.abs(a - b) / b))
@@ -146,6 +155,10 @@ def table(result: dict) -> str:
             f"compiled vs baseline: one call {speedup:.2f}× faster, predict_many "
             f"{many['compiled']['rows_per_s'] / many['baseline']['rows_per_s']:.2f}×"
         )
+    if "walk_one_row_us" in result:
+        lines.append(f"the compiled walk of one row alone: {result['walk_one_row_us']:.1f} µs")
+        if "walk_one_row_us_baseline" in result:
+            lines[-1] += f" (baseline {result['walk_one_row_us_baseline']:.1f} µs)"
     return "\n".join(lines)
 
 
@@ -173,6 +186,9 @@ def main() -> None:
             k: float(np.mean([r["one_call"]["baseline"][k] for r in runs])) for k in ("p50_us", "p90_us", "calls")
         }
         rps = np.mean([r["predict_many"]["baseline"]["rows_per_s"] for r in runs])
+        walks = [r["walk_one_row_us"] for r in runs if "walk_one_row_us" in r]
+        if walks:
+            result["walk_one_row_us_baseline"] = float(np.mean(walks))
         result["predict_many"]["baseline"] = {"rows": args.rows, "rows_per_s": float(rps)}
     print(table(result))
     result["meta"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}

@@ -180,6 +180,29 @@ def collect_facts(descs: Iterable[Desc], gpu_name: str, out: str | os.PathLike, 
     }
 
 
+#: the kernel of each op's call whose resources the facts table keeps (the largest figures where a call runs it twice)
+MAIN_KERNELS = ("kc_gemm_kernel", "kc_attn_fwd", "kc_moe_gemm")
+
+
+def facts_table(jsonl: str | os.PathLike) -> Any:
+    """One row per compiled class of a facts file: its description's fields and config, and the main kernel's
+    shared bytes, fit, registers, stack and local bytes (the largest over its launches); failed classes left out."""
+    import pandas as pd
+
+    rows = []
+    with open(jsonl) as fh:
+        for line in filter(str.strip, fh):
+            rec = json.loads(line)
+            kernels = [k for k in rec.get("kernels", []) if k["kernel"] in MAIN_KERNELS]
+            if not kernels:
+                continue
+            row = {k: v for k, v in rec["desc"].items() if k != "config"} | rec["desc"].get("config", {})
+            row |= {"class_id": rec["class"], "gpu": rec["gpu"], "fits_shared": all(k["fits_shared"] for k in kernels)}
+            row |= {c: max(k[c] for k in kernels) for c in ("shared_bytes", "registers", "stack_bytes", "local_bytes")}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _descs_of(paths: Sequence[str], backend: str) -> list[Desc]:
     import glob
 
@@ -199,9 +222,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--gpu", default="H200")
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     p.add_argument("--out", required=True, help="JSON lines, appended (resumable)")
+    p.add_argument("--table", help="also write the facts as one parquet row per class (datasets/compile_facts/)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
     summary = collect_facts(_descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers)
+    if args.table:
+        import triton
+
+        table = facts_table(args.out).assign(triton=triton.__version__)
+        tmp = f"{args.table}.{os.getpid()}.tmp"
+        table.to_parquet(tmp, index=False)
+        os.replace(tmp, args.table)
+        summary["table"] = f"{args.table} ({len(table)} classes)"
     print(json.dumps(summary) if args.json else ", ".join(f"{k}: {v}" for k, v in summary.items()))
 
 

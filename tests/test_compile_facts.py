@@ -3,6 +3,7 @@ memory and registers read back, and the shared-memory model the features and the
 what Triton allocated."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -81,3 +82,37 @@ def test_measured_rows_are_read_with_their_configs_even_those_the_rule_refuses()
     assert len(descs) == 2286
     refused = [d for d in descs if _model(d.to_dict()) > LIMIT]
     assert refused and all(dict(d.config)["num_stages"] >= 2 for d in refused)
+
+
+def test_facts_table_keeps_the_main_kernel_and_the_larger_launch(tmp_path):
+    """A facts file (synthetic records in the format collect_facts writes) as one row per compiled class: the MoE's
+    two grouped-GEMM launches folded into their larger figures, its routing kernels ignored, a failed class left out."""
+    from kernelcast.collect.compile_facts import facts_table
+
+    def kernel(name, regs, stack):
+        return {
+            "kernel": name,
+            "shared_bytes": 36864,
+            "fits_shared": True,
+            "registers": regs,
+            "stack_bytes": stack,
+            "local_bytes": stack,
+            "num_warps": 4,
+        }
+
+    cfg = {"block_m": 64, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 4, "num_stages": 3}
+    moe = {"op": "moe", "tokens": 45, "hidden": 128, "ffn": 96, "config": cfg}
+    lines = [
+        {
+            "class": "a",
+            "gpu": "H200",
+            "desc": moe,
+            "kernels": [kernel("kc_moe_count", 30, 0), kernel("kc_moe_gemm", 63, 0), kernel("kc_moe_gemm", 255, 16)],
+        },
+        {"class": "b", "gpu": "H200", "desc": moe, "error": "OutOfResources: shared memory"},
+    ]
+    (tmp_path / "f.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    table = facts_table(tmp_path / "f.jsonl")
+    assert table["class_id"].tolist() == ["a"]
+    row = table.iloc[0]
+    assert (row["registers"], row["stack_bytes"], row["block_k"], row["hidden"]) == (255, 16, 64, 128)

@@ -1,6 +1,7 @@
-"""The Triton GEMM resource model the features use, checked against what Triton 3.6 (the H200's) compiled for
-sm_90: 2,438 compile classes of our measured configs (datasets/compile_facts/, written by
-`python -m kernelcast.collect.compile_facts`): which configs fit in shared memory, and which spill registers."""
+"""The Triton resource models the features use, checked against what Triton 3.6 (the H200's) compiled for sm_90:
+the compile classes of our measured configs (datasets/compile_facts/, written by
+`python -m kernelcast.collect.compile_facts`): GEMM (2,438 classes: which fit in shared memory, which spill),
+attention (1,404) and the fused MoE (3,272): which spill."""
 
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelcast.features.common import MAX_REGISTERS
-from kernelcast.features.ops.gemm import triton_gemm_operands, triton_gemm_registers
+from kernelcast.features.common import MAX_REGISTERS, triton_ring
+from kernelcast.features.ops.attention import triton_attention_registers
+from kernelcast.features.ops.gemm import TritonGemmOperands, triton_gemm_operands, triton_gemm_registers
 
 FACTS = Path(__file__).resolve().parents[1] / "datasets" / "compile_facts" / "triton_gemm_h200.parquet"
 
@@ -50,3 +52,37 @@ def test_the_register_estimate_says_which_classes_spill(facts):
     # and how much spills: the estimate's excess orders the spill sizes
     excess = pd.Series(np.fmax(registers - MAX_REGISTERS, 0)[spills])
     assert excess.corr(pd.Series(f["stack_bytes"].to_numpy()[spills]), method="spearman") > 0.7
+
+
+ATTENTION_FACTS = FACTS.with_name("triton_attention_h200.parquet")
+MOE_FACTS = FACTS.with_name("triton_moe_h200.parquet")
+
+
+def test_the_attention_register_estimate_says_which_classes_spill():
+    """kernelcast's Triton attention (1,388 compile classes that fit in shared memory): the estimate
+    (features.ops.attention.triton_attention_registers, written from the kernel's tiles before these facts were
+    compiled) says which spill for 92%, and its excess orders how much they spill."""
+    f = pd.read_parquet(ATTENTION_FACTS)
+    f = f[f["fits_shared"]]
+    registers = triton_attention_registers(
+        *(f[c].to_numpy(np.float64) for c in ("block_m", "block_n", "head_dim", "num_warps"))
+    )
+    spills = f["stack_bytes"].to_numpy() > 0
+    assert len(f) >= 1300 and 0.1 < spills.mean() < 0.3
+    assert ((registers > MAX_REGISTERS) == spills).mean() >= 0.92
+    excess = pd.Series(np.fmax(registers - MAX_REGISTERS, 0)[spills])
+    assert excess.corr(pd.Series(f["stack_bytes"].to_numpy()[spills]), method="spearman") > 0.9
+
+
+def test_the_moe_gemms_spill_as_the_gemm_register_model_says():
+    """The fused MoE's grouped GEMMs (3,225 compile classes): the Triton GEMM's register model, as the MoE features
+    apply it (vectorized operands, the GEMM's wgmma rule), says which spill for every class."""
+    f = pd.read_parquet(MOE_FACTS)
+    f = f[f["fits_shared"]]
+    cfg = {c: f[c].to_numpy(np.float64) for c in ("block_m", "block_n", "block_k", "num_warps", "num_stages")}
+    wgmma = triton_ring(np.full(len(f), "h200_sxm"), cfg["block_m"], cfg["num_warps"], cfg["num_stages"])[1]
+    vec = np.ones(len(f), dtype=bool)
+    registers = triton_gemm_registers(cfg, TritonGemmOperands(np.nan, np.nan, np.nan, vec, vec, wgmma))
+    spills = f["stack_bytes"].to_numpy() > 0
+    assert len(f) >= 3000 and spills.any()
+    assert ((registers > MAX_REGISTERS) == spills).mean() >= 0.99
