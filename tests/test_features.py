@@ -120,7 +120,8 @@ PINNED = {
         "bytes_per_cycle",
     )
     + OCCUPANCY
-    + ("warp_tile",),
+    + ("warp_tile", "kv_steps_longest", "kv_steps_per_cta", "padded_flops_ratio", "padded_compute_us", "longest_cta_us")
+    + ("registers_per_thread", "spilled_registers", "spill_us"),
     "moe": GPU_FEATURES
     + (
         "flops",
@@ -155,7 +156,8 @@ PINNED = {
         "bytes_per_cycle",
     )
     + OCCUPANCY
-    + ("tile_intensity", "warp_tile"),
+    + ("tile_intensity", "warp_tile", "config_tiles", "k_steps", "padded_compute_us")
+    + ("registers_per_thread", "spilled_registers", "spill_us"),
 }
 
 
@@ -163,7 +165,7 @@ PINNED = {
 def test_feature_names_and_order_are_pinned(op):
     # A shipped model pins both: a changed name list is refused by the manifest's name check (retrain that op);
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
-    assert feature_version(op) == {"gemm": "6"}.get(op, "5")
+    assert feature_version(op) == {"gemm": "6", "attention": "6", "moe": "6"}.get(op, "5")
     assert feature_names(op) == PINNED[op]
 
 
@@ -338,3 +340,30 @@ def test_triton_occupancy_by_hand_on_h200():
     assert f["waves_resident"] == np.ceil(32 * 32 / 132) and f["accumulator_spill"] == 0
     cublas = _features("gemm", **gemm, backend="cublas", config=None)
     assert np.isnan(cublas["smem_per_cta"]) and np.isnan(cublas["accumulator_spill"])  # the library chose: unknown
+
+
+def test_attention_kv_loop_counts_the_steps_the_kernel_takes():
+    """features.ops.attention.kv_loop against the loop of collect/kernels/triton_attention.py, counted here: exact
+    without a mask, within half a step per query block with the causal limit (the rounding it averages)."""
+    from kernelcast.features.ops.attention import kv_loop
+
+    def counted(sq, skv, bm, bn, causal):
+        steps = []
+        for i in range(-(-sq // bm)):
+            hi = min(skv, (i + 1) * bm + skv - sq) if causal else skv
+            steps.append(-(-hi // bn))
+        return sum(steps), max(steps)
+
+    for sq, skv, bm, bn, causal in [
+        (100, 1000, 64, 64, False),
+        (1, 4097, 128, 32, False),
+        (128, 128, 64, 64, True),
+        (333, 2048, 32, 16, True),
+        (4096, 4096, 128, 64, True),
+        (7, 300, 16, 128, True),
+    ]:
+        loop = kv_loop({"seq_q": np.array([sq]), "seq_kv": np.array([skv]), "causal": np.array([causal])}, bm, bn)
+        total, longest = counted(sq, skv, bm, bn, causal)
+        assert loop.longest[0] == longest
+        assert loop.blocks[0] == -(-sq // bm)
+        assert abs(loop.steps[0] - total) <= (0.5 * loop.blocks[0] if causal else 0), (sq, skv, bm, bn, causal)
