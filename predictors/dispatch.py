@@ -48,7 +48,7 @@ class Prediction:
 
 @functools.cache
 def _learned(op: str, model_dir: str | None = None):
-    """The learned model for ``op`` (shipped, or in ``model_dir``), or None (none there, or xgboost not installed)."""
+    """The learned model for ``op`` (shipped, or in ``model_dir``), or None (none there)."""
     try:
         from kernelcast.predictors import learned
     except ImportError:
@@ -79,22 +79,19 @@ def predictors_for(op: str, predictor: str, model_dir: str | None = None) -> lis
     model = _learned(op, model_dir) if predictor == "auto" else None
     if model is None:
         return [*first, ANALYTICAL]
-    unseen = _unseen(op, model)
+    unseen = _unseen(op, model_dir)
     return [*first, model] + ([unseen] if unseen is not None else []) + [ANALYTICAL]
 
 
-#: the unseen-GPU predictor of each loaded learned model, by id (built once: it indexes the model's coverage)
-_UNSEEN: dict[int, tuple] = {}
-
-
-def _unseen(op: str, model):
+@functools.cache
+def _unseen(op: str, model_dir: str | None = None):
+    """The unseen-GPU predictor over ``_learned(op, model_dir)`` (built once: it indexes the model's coverage), or
+    None where no leave-one-GPU-out summary is shipped."""
     from kernelcast.predictors import unseen
 
-    held = _UNSEEN.get(id(model))
-    if held is None or held[0] is not model:  # the model held keeps its id from being reused
-        summary = unseen.read_summary(op, Path(model.model_dir))
-        held = _UNSEEN[id(model)] = (model, unseen.UnseenGpuModel(model, summary) if summary is not None else None)
-    return held[1]
+    model = _learned(op, model_dir)
+    summary = unseen.read_summary(op, Path(model.model_dir))
+    return unseen.UnseenGpuModel(model, summary) if summary is not None else None
 
 
 def predict_columns(

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelcast.features.common import MAX_REGISTERS, triton_ring
+from kernelcast.features.common import MAX_REGISTERS
 from kernelcast.features.ops.attention import triton_attention_registers
-from kernelcast.features.ops.gemm import TritonGemmOperands, triton_gemm_operands, triton_gemm_registers
+from kernelcast.features.ops.gemm import triton_gemm_operands, triton_gemm_registers
+from kernelcast.features.ops.moe import triton_moe_registers
 
 FACTS = Path(__file__).resolve().parents[1] / "datasets" / "compile_facts" / "triton_gemm_h200.parquet"
 
@@ -75,14 +76,12 @@ def test_the_attention_register_estimate_says_which_classes_spill():
 
 
 def test_the_moe_gemms_spill_as_the_gemm_register_model_says():
-    """The fused MoE's grouped GEMMs (3,225 compile classes): the Triton GEMM's register model, as the MoE features
-    apply it (vectorized operands, the GEMM's wgmma rule), says which spill for every class."""
+    """The fused MoE's grouped GEMMs (3,225 compile classes): the Triton GEMM's register model as the MoE features
+    apply it (``triton_moe_registers``) says which spill for every class."""
     f = pd.read_parquet(MOE_FACTS)
     f = f[f["fits_shared"]]
     cfg = {c: f[c].to_numpy(np.float64) for c in ("block_m", "block_n", "block_k", "num_warps", "num_stages")}
-    wgmma = triton_ring(np.full(len(f), "h200_sxm"), cfg["block_m"], cfg["num_warps"], cfg["num_stages"])[1]
-    vec = np.ones(len(f), dtype=bool)
-    registers = triton_gemm_registers(cfg, TritonGemmOperands(np.nan, np.nan, np.nan, vec, vec, wgmma))
+    registers = triton_moe_registers(np.full(len(f), "h200_sxm"), cfg)
     spills = f["stack_bytes"].to_numpy() > 0
     assert len(f) >= 3000 and spills.any()
     assert ((registers > MAX_REGISTERS) == spills).mean() >= 0.99

@@ -45,6 +45,8 @@ from kernelcast.features.ops.gemm import TritonGemmOperands, triton_gemm_registe
 
 #: tokens per expert are padded to this block in the fused kernel when no config says otherwise
 DEFAULT_BLOCK_M = 64
+#: output columns of one up-GEMM tile in the config-free tile count (``moe_features``' ``tiles``)
+DEFAULT_BLOCK_N = 128
 
 
 def round_shares(shares: np.ndarray) -> np.ndarray:
@@ -152,8 +154,8 @@ def moe_features(cols, gpu) -> dict[str, np.ndarray]:
     act_bytes = 2 * tokens * hidden * elem + tokens * top_k * (up_width + ffn) * elem
     nbytes = weight_bytes + act_bytes
     peak = peak_per_row(gpu, cols["dtype"])
-    # grouped GEMM up: one tile per (expert m-block, n-block); block_n 128 assumed
-    tiles = stats["m_tiles"] * np.ceil(up_width / 128)
+    # grouped GEMM up: one tile per (expert m-block, n-block) of DEFAULT_BLOCK_N columns
+    tiles = stats["m_tiles"] * np.ceil(up_width / DEFAULT_BLOCK_N)
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     mean_load = tokens * top_k / experts
     return {
@@ -197,14 +199,11 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     hidden, ffn = base["hidden"], base["ffn"]
     up_width = np.where(base["gated"] > 0, 2 * ffn, ffn)
     # the two grouped GEMMs as the config tiles them: (expert m-blocks) x n-blocks, each stepping over K in block_k
-    m_tiles = base["tiles"] / np.ceil(up_width / 128)  # moe_features' tiles assume block_n 128
+    m_tiles = base["tiles"] / np.ceil(up_width / DEFAULT_BLOCK_N)  # moe_features' tiles, per n-block
     up_tiles, down_tiles = m_tiles * np.ceil(up_width / bn), m_tiles * np.ceil(hidden / bn)
     steps = up_tiles * np.ceil(hidden / bk) + down_tiles * np.ceil(ffn / bk)
     padded = 2.0 * bm * bn * bk * steps  # every step a whole block_m x block_n x block_k tile
-    wgmma = triton_ring(cols["gpu"], bm, warps, base["num_stages"])[1]
-    vec = np.ones(len(bm), dtype=bool)  # hidden and ffn: multiples of 16 on every measured row
-    operands = TritonGemmOperands(smem, np.nan, np.nan, vec, vec, wgmma)
-    registers = triton_gemm_registers(base, operands)
+    registers = triton_moe_registers(cols["gpu"], base)
     spilled = np.fmax(registers - MAX_REGISTERS, 0.0)
     return {
         **clock_features(base),
@@ -218,6 +217,15 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
         "spilled_registers": spilled,
         "spill_us": spill_us(spilled, warps, steps, base),
     }
+
+
+def triton_moe_registers(gpu, cfg) -> np.ndarray:
+    """Registers per thread of the fused MoE's grouped GEMMs: the Triton GEMM's register model
+    (``features.ops.gemm.triton_gemm_registers``) with its wgmma rule and both operands vectorized (hidden and ffn
+    are multiples of 16 on every measured row). ``cfg`` maps block_m, block_n, block_k, num_warps, num_stages."""
+    wgmma = triton_ring(gpu, cfg["block_m"], cfg["num_warps"], cfg["num_stages"])[1]
+    vec = np.ones(len(np.atleast_1d(cfg["block_m"])), dtype=bool)
+    return triton_gemm_registers(cfg, TritonGemmOperands(np.nan, np.nan, np.nan, vec, vec, wgmma))
 
 
 def moe_scale(f) -> np.ndarray:
@@ -393,7 +401,7 @@ SPEC = register(
             "config": {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_warps": 4, "num_stages": 3},
         },
         range_columns=("tokens", "hidden", "ffn", "experts", "top_k"),
-        # shallow trees over many rounds: fresh Triton configs 13.2 -> 9.6% (attention), 6.6 -> 5.8% (MoE) median
+        # shallow trees over many rounds: fresh Triton configs 6.3 -> 5.8% median (depth 8, 300 rounds at 0.1 before)
         # in a config-held-out split of the training rows (benchmarks/RESULTS.md §19)
         train_params={"max_depth": 6, "n_estimators": 800, "learning_rate": 0.05},
     )
