@@ -40,6 +40,139 @@ def attended_pairs(seq_q: np.ndarray, seq_kv: np.ndarray, causal: np.ndarray) ->
     return np.where(causal, tri, full)
 
 
+class LibraryLaunch(NamedTuple):
+    """What SDPA's flash or cuDNN backend launches for a call (NaN tiles on other backends' rows)."""
+
+    block_m: np.ndarray  # query rows per CTA
+    block_n: np.ndarray  # keys per K/V step
+    warps: np.ndarray
+    splits: np.ndarray  # K/V splits (split-KV kernel + a combine kernel when > 1; 1 elsewhere)
+    seq_q: np.ndarray  # query rows per (batch, head) as launched: decode GQA packs the group's heads into rows
+    heads: np.ndarray  # heads as launched
+    causal: np.ndarray  # a one-query causal call runs unmasked
+
+
+#: FlashAttention-2's forward tiles on sm80/sm90/sm100 by rounded head_dim: (block_m, block_n, warps)
+#: (``run_mha_fwd_hdim*`` in PyTorch's aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h)
+FLASH_TILES = {
+    32: (128, 128, 4),
+    64: (128, 128, 4),
+    96: (128, 64, 4),
+    128: (128, 64, 4),
+    160: (128, 32, 4),
+    192: (128, 64, 8),
+    224: (128, 64, 8),
+    256: (128, 64, 8),
+}
+#: on sm86/sm89 (100 KB of shared memory per SM): square 64×64 tiles for causal calls at head_dim 96-160, and
+#: 128×32 / 128×64 (8 warps) for unmasked ones at 128 / 160
+FLASH_TILES_SM8X = {
+    (96, True): (64, 64, 4),
+    (128, True): (64, 64, 4),
+    (128, False): (128, 32, 4),
+    (160, True): (64, 64, 4),
+    (160, False): (128, 64, 8),
+}
+#: shared memory per SM below which a GPU gets the sm86/sm89 tiles (sm80: 164 KB, sm90/sm100: 228 KB)
+SM8X_SHARED_PER_SM = 160 * 1024
+#: the split-KV kernel: 64 query rows per CTA, 4 warps, keys per step by head_dim (``set_params_splitkv``)
+SPLIT_BLOCK_M = 64
+#: PyTorch's split heuristic counts 2 CTAs of 128 threads per SM and stops at 128 splits
+SPLIT_CTAS_PER_SM, MAX_SPLITS = 2, 128
+
+
+def flash_tiles(d: np.ndarray, causal: np.ndarray, shared_per_sm: np.ndarray) -> np.ndarray:
+    """(block_m, block_n, warps) of FlashAttention-2's standard forward kernel per row, from head_dim rounded up to
+    its kernels' sizes, the mask and the GPU's shared memory per SM (which tells sm86/sm89 apart)."""
+    sizes = np.array(sorted(FLASH_TILES), dtype=np.float64)
+    rounded = sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
+    out = np.array([FLASH_TILES[int(r)] for r in sizes], dtype=np.float64)[np.searchsorted(sizes, rounded)]
+    sm8x = shared_per_sm < SM8X_SHARED_PER_SM
+    for (size, masked), tile in FLASH_TILES_SM8X.items():
+        out[sm8x & (rounded == size) & (causal == masked)] = tile
+    # 2·d·(128 + 2·64) bytes do not fit an sm86/sm89 block; on H100/H200/B200 64×64 gets two CTAs per SM
+    out[(rounded >= 224) & sm8x] = (64, 64, 4)
+    out[(rounded == 256) & (shared_per_sm >= 4 * 256 * (64 + 2 * 64))] = (64, 64, 4)
+    return out
+
+
+def flash_splits(units: np.ndarray, slots: np.ndarray, n_blocks: np.ndarray) -> np.ndarray:
+    """K/V splits PyTorch's FlashAttention-2 picks (``num_splits_heuristic``): none when the CTAs almost fill
+    ``slots`` (0.8); else the fewest splits whose wave efficiency is within 85% of the best over the eligible
+    counts (a count is eligible when it changes the blocks per split), at most min(128, slots, n_blocks)."""
+    out = np.ones(len(units))
+    need = np.flatnonzero(units < 0.8 * slots)
+    s = np.arange(1.0, MAX_SPLITS + 1)
+    for chunk in np.array_split(need, max(1, -(-len(need) // 4096))) if len(need) else ():
+        u, sl, nb = units[chunk, None], slots[chunk, None], n_blocks[chunk, None]
+        eligible = ((s == 1) | (np.ceil(nb / s) != np.ceil(nb / np.maximum(s - 1, 1)))) & (
+            s <= np.minimum(np.minimum(MAX_SPLITS, sl), nb)
+        )
+        waves = u * s / sl
+        eff = np.where(eligible, waves / np.ceil(waves), 0.0)
+        good = eligible & (eff >= 0.85 * eff.max(axis=1, keepdims=True))
+        out[chunk] = np.argmax(good, axis=1) + 1
+    return out
+
+
+def flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal) -> LibraryLaunch:
+    """The kernel PyTorch's FlashAttention-2 forward (``mha_fwd``) launches, per row: a one-query causal call runs
+    unmasked; a one-query GQA call (heads_q > heads_kv) runs as heads_q / heads_kv query rows of heads_kv heads;
+    then the split heuristic over CTAs of 64 rows picks the split-KV kernel (its own tiles) or the standard one."""
+    flash = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "flash"
+    launched = np.where(flash, causal & (sq > 1), causal)
+    swap = (sq == 1) & (hq > hkv)
+    rows = np.where(swap, hq / hkv, sq)
+    heads = np.where(swap, hkv, hq)
+    split_bn = np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))
+    n_blocks = np.ceil(skv / split_bn)
+    slots = SPLIT_CTAS_PER_SM * gpu["sm_count"] * np.ones(len(b))
+    splits = np.ones(len(b))
+    if flash.any():
+        splits[flash] = flash_splits((b * heads * np.ceil(rows / SPLIT_BLOCK_M))[flash], slots[flash], n_blocks[flash])
+    tiles = np.full((len(b), 3), np.nan)
+    tiles[flash] = np.where(
+        (splits > 1)[flash, None],
+        np.stack([np.full(len(b), SPLIT_BLOCK_M), split_bn, np.full(len(b), 4.0)], axis=1)[flash],
+        flash_tiles(d, launched, gpu["shared_memory_per_sm_bytes"] * np.ones(len(b)))[flash],
+    )
+    return LibraryLaunch(
+        tiles[:, 0], tiles[:, 1], tiles[:, 2], splits, np.where(flash, rows, sq), np.where(flash, heads, hq), launched
+    )
+
+
+#: cuDNN's SDPA forward on the H200 (the kernel names of our rows, cuDNN 9 with torch 2.11): prefill runs the sm90
+#: wgmma kernel with 64×128 tiles and 4 warps; one-query decode runs sm80 kernels over the query group packed into
+#: rows — 64×32 tiles to 32 keys, 64×64 to 128 (to 248 at batch ≤ 9), else 16×128 — and, when those CTAs fill
+#: at most half the SMs past 512 keys, splits the keys over the SMs with a reduction kernel after ("lean")
+CUDNN_PREFILL_TILE, CUDNN_DECODE_ROWS, CUDNN_LEAN_KEYS = (64, 128, 4), 16, 512
+
+
+def cudnn_launch(cols, gpu, b, hq, hkv, sq, skv) -> LibraryLaunch:
+    """The kernel cuDNN's SDPA forward launches per row (``CUDNN_PREFILL_TILE``, ``CUDNN_DECODE_ROWS``)."""
+    on = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "cudnn"
+    decode = sq == 1
+    group = hq / hkv
+    bn = np.where(skv <= 32, 32.0, np.where((skv <= 128) | ((skv < 249) & (b <= 9)), 64.0, 128.0))
+    bm = np.where(bn == 128, CUDNN_DECODE_ROWS, 64.0)
+    units = b * hkv * np.ceil(group / bm)
+    lean = decode & (bn == 128) & (units <= gpu["sm_count"] / 2) & (skv > CUDNN_LEAN_KEYS)
+    splits = np.where(lean, np.minimum(np.ceil(gpu["sm_count"] / units), np.ceil(skv / 128)), 1.0)
+    tiles = np.where(
+        decode[:, None], np.stack([bm, bn, np.full(len(b), 4.0)], axis=1), np.array(CUDNN_PREFILL_TILE, float)
+    )
+    tiles[~on] = np.nan
+    return LibraryLaunch(
+        tiles[:, 0],
+        tiles[:, 1],
+        tiles[:, 2],
+        np.where(on, splits, 1.0),
+        np.where(on & decode, group, sq),
+        np.where(on & decode, hkv, hq),
+        np.atleast_1d(np.asarray(cols["causal"], dtype=bool)) & ~(on & decode),
+    )
+
+
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
     b, hq, hkv, sq, skv, d = (
@@ -57,7 +190,13 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     bm, bn, warps, stages = config_values(
         cfg, ("block_m", "block_n", "num_warps", "num_stages"), (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan)
     )  # NaN: the library chose
-    units = np.ceil(sq / bm) * hq * b
+    fa = flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal)
+    cu = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv)
+    fa = LibraryLaunch(*(np.where(np.isnan(cu.block_m), f, c) for f, c in zip(fa, cu)))
+    flash = ~np.isnan(fa.block_m)  # the library's own tiles; one K/V buffer each (no pipeline stages)
+    bm, bn, warps = np.where(flash, fa.block_m, bm), np.where(flash, fa.block_n, bn), np.where(flash, fa.warps, warps)
+    stages = np.where(flash, 1.0, stages)
+    units = np.ceil(fa.seq_q / bm) * fa.heads * b * fa.splits
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
         **roofline_floors(flops, nbytes, peak, gpu),
@@ -77,6 +216,11 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "block_n": bn,
         "num_warps": warps,
         "num_stages": stages,
+        "kv_splits": fa.splits,
+        "launch_seq_q": fa.seq_q,
+        "launch_causal": fa.causal.astype(np.float64),
+        # the split-KV partial outputs (fp32 O and log-sum-exp per split) the combine kernel reads back
+        "split_accum_bytes": np.where(fa.splits > 1, fa.splits * b * fa.heads * fa.seq_q * (d + 1) * 4.0, 0.0),
         "work_units": units,
         "waves": waves,
         "wave_efficiency": wave_eff,
@@ -96,8 +240,22 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, d, warps = base["block_m"], base["block_n"], base["head_dim"], base["num_warps"]
     # K and V tiles per stage plus the Q tile in shared memory; the O accumulator and the score tile in registers
     smem = base["num_stages"] * 2 * bn * d * base["elem_bytes"] + bm * d * base["elem_bytes"]
-    loop = kv_loop(cols, bm, bn)
-    registers = triton_attention_registers(bm, bn, d, warps)
+    split = base["kv_splits"] > 1  # each split's CTAs step over its share of the K/V blocks
+    skv = np.asarray(cols["seq_kv"], dtype=np.float64)
+    loop = kv_loop(
+        {
+            "seq_q": base["launch_seq_q"],
+            "seq_kv": np.where(split, np.ceil(np.ceil(skv / bn) / base["kv_splits"]) * bn, skv),
+            "causal": base["launch_causal"] > 0,
+        },
+        bm,
+        bn,
+    )
+    # FlashAttention-2's kernels are built for 255 registers a thread (no spills); Triton's asks what its tiles need
+    triton = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "triton"
+    registers = np.where(
+        triton, triton_attention_registers(bm, bn, d, warps), np.where(np.isnan(bn), np.nan, MAX_REGISTERS)
+    )
     spilled = np.maximum(registers - MAX_REGISTERS, 0.0)
     ctas = base["work_units"]
     steps = ctas / loop.blocks * loop.steps  # K/V steps over every CTA
