@@ -238,8 +238,12 @@ def attention_flops(cols) -> np.ndarray:
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, d, warps = base["block_m"], base["block_n"], base["head_dim"], base["num_warps"]
-    # K and V tiles per stage plus the Q tile in shared memory; the O accumulator and the score tile in registers
-    smem = base["num_stages"] * 2 * bn * d * base["elem_bytes"] + bm * d * base["elem_bytes"]
+    # shared memory per CTA: Triton's as it allocates it (the config rule's formula); a library kernel's Q tile and
+    # one K and one V tile
+    triton = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "triton"
+    library = (bm * d + 2 * bn * d) * base["elem_bytes"]
+    cfg = {"block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": base["num_stages"]}
+    smem = np.where(triton, triton_attention_shared(cols, cfg, base["elem_bytes"]), library)
     split = base["kv_splits"] > 1  # each split's CTAs step over its share of the K/V blocks
     skv = np.asarray(cols["seq_kv"], dtype=np.float64)
     loop = kv_loop(
@@ -252,7 +256,6 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
         bn,
     )
     # FlashAttention-2's kernels are built for 255 registers a thread (no spills); Triton's asks what its tiles need
-    triton = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "triton"
     registers = np.where(
         triton, triton_attention_registers(bm, bn, d, warps), np.where(np.isnan(bn), np.nan, MAX_REGISTERS)
     )
