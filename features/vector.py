@@ -17,7 +17,9 @@ from kernelcast.features.ops import get_op
 BASE_FEATURE_VERSION = "5"
 #: gemm 6: Triton GEMM register pressure (registers per thread, spills); attention and moe 6: their Triton kernels'
 #: registers and spills, tiles as run (padded to whole tiles) and the target's scale from them
-FEATURE_VERSIONS = {"gemm": "6", "attention": "6", "moe": "6"}
+#: attention 7: the kernel SDPA's flash and cuDNN backends launch (tiles, K/V splits, decode packing), Triton's
+#: shared memory by the config rule's formula
+FEATURE_VERSIONS = {"gemm": "6", "attention": "7", "moe": "6"}
 
 
 def feature_version(op: str) -> str:
