@@ -2,7 +2,7 @@
 or tuned on (the dataset card's ``test`` files: other seeds, other distributions, fresh Triton configs,
 measured in their own pass), beside the analytical model, per op and backend.
 
-Usage: python benchmarks/eval_independent.py [--json-out PATH]
+Usage: python benchmarks/eval_independent.py [--ops gemm,attention] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_independent.json).
 """
 
@@ -59,8 +59,13 @@ def evaluate(op: str) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_independent.json")
+    ap.add_argument("--ops", default=",".join(op_names()), help="comma-separated op families (default: all)")
     args = ap.parse_args()
-    table = [r for op in op_names() for r in evaluate(op)]
+    ops = args.ops.split(",")
+    unknown = sorted(set(ops) - set(op_names()))
+    if unknown:
+        ap.error(f"--ops: {unknown[0]!r} is not an op family; allowed: {', '.join(op_names())}")
+    table = [r for op in ops for r in evaluate(op)]
     head = (
         f"{'op':<10}{'backend':<9}{'set':<7}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
         f"{'cov80':>6}  {'in-dist':>7}"
