@@ -38,11 +38,26 @@ class Forest:
     depth: int  # the deepest leaf's depth: walking this many levels reaches every leaf
 
     @classmethod
-    def from_boosters(cls, *boosters) -> Forest:
-        """Every booster's outputs side by side, in order (a 1-target booster gives 1 column, etc.)."""
+    def from_boosters(cls, *boosters, own: dict | None = None) -> Forest:
+        """Every booster's outputs side by side, in order (a 1-target booster gives 1 column, etc.).
+
+        ``own`` maps an input column (a one-hot backend column, 0 or 1) to a 1-target booster fitted on the rows where
+        it is 1: its trees answer the first output for those rows, the first booster's for the others. Each tree gets
+        a root that reads the column(s) and leads the other rows to a 0 leaf; one more tree adds the difference of the
+        base scores: the forest's margins are exactly the routed boosters' (``training.xgb.LatencyRegressor``)."""
+        own = own or {}
         trees, bases, outputs, n_features = [], [], [], None
-        for booster in boosters:
-            model = json.loads(booster.save_raw("json"))["learner"]
+        for i, booster in enumerate([*boosters, *own.values()]):
+            model, gate = _booster_json(booster), None
+            if i == 0 and own:
+                gate = (tuple(own), 0)
+            elif i >= len(boosters):
+                column = list(own)[i - len(boosters)]
+                gate = ((column,), 1)
+                base = _base_scores(model)
+                trees.append(_gated(_leaf(float(base[0] - bases[0])), gate))
+                outputs.append(0)
+            model = model["learner"]
             gbtree = model["gradient_booster"]
             if gbtree.get("name") != "gbtree" or int(gbtree["model"]["gbtree_model_param"]["num_parallel_tree"]) != 1:
                 raise ValueError(
@@ -60,9 +75,14 @@ class Forest:
                         "categorical splits are not supported: one-hot the categories "
                         "(as predictors/learned.feature_matrix does)"
                     )
-                trees.append(tree)
-                outputs.append(len(bases) + int(out))
-            bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
+                if gate is None:
+                    trees.append(tree)
+                    outputs.append(len(bases) + int(out))
+                else:  # the point output (0): own trees for their column's rows, the shared trees for the others
+                    trees.append(_gated(tree, gate))
+                    outputs.append(0)
+            if i < len(boosters):
+                bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
         combine = np.zeros((len(trees), len(bases)))
         combine[np.arange(len(trees)), outputs] = 1.0
         return cls._from_trees(trees, combine, np.asarray(bases, dtype=np.float64), n_features)
@@ -151,6 +171,42 @@ class Forest:
                 go_right |= np.isnan(value) & self.default_right.take(node)
             node = self.children.take(2 * node + go_right)
         return self.leaf_value.take(node).astype(np.float64) @ self.combine + self.base
+
+
+def _booster_json(booster) -> dict:
+    return json.loads(booster.save_raw("json"))
+
+
+def _base_scores(model: dict) -> np.ndarray:
+    return np.atleast_1d(np.asarray(json.loads(model["learner"]["learner_model_param"]["base_score"]), dtype=float))
+
+
+def _leaf(value: float) -> dict:
+    """A one-node tree (XGBoost's JSON fields ``_from_trees`` reads)."""
+    return {
+        "left_children": [-1],
+        "right_children": [-1],
+        "split_conditions": [value],
+        "split_indices": [0],
+        "default_left": [0],
+    }
+
+
+def _gated(tree: dict, gate: tuple[tuple[int, ...], int]) -> dict:
+    """``tree`` behind splits on 0/1 ``columns``: with ``side`` 1 rows where the (one) column is 1 reach it, with
+    ``side`` 0 the rows where every column is 0 do; the others end on a 0 leaf (each gate adds 2 nodes on top)."""
+    columns, side = gate
+    for column in columns:  # each gate: node 0 splits at 0.5, node 1 is the 0 leaf, the tree starts at node 2
+        shift = lambda ids: [c + 2 if c >= 0 else -1 for c in ids]  # noqa: E731
+        inner_left, inner_right = (1, 2) if side == 1 else (2, 1)
+        tree = {
+            "left_children": [inner_left, -1, *shift(tree["left_children"])],
+            "right_children": [inner_right, -1, *shift(tree["right_children"])],
+            "split_conditions": [0.5, 0.0, *tree["split_conditions"]],
+            "split_indices": [column, 0, *tree["split_indices"]],
+            "default_left": [1, 0, *tree["default_left"]],
+        }
+    return tree
 
 
 def tree_depth(children: np.ndarray, roots: np.ndarray) -> int:

@@ -112,6 +112,10 @@ PINNED = {
         "block_n",
         "num_warps",
         "num_stages",
+        "kv_splits",
+        "launch_seq_q",
+        "launch_causal",
+        "split_accum_bytes",
         "work_units",
         "waves",
         "wave_efficiency",
@@ -165,7 +169,7 @@ PINNED = {
 def test_feature_names_and_order_are_pinned(op):
     # A shipped model pins both: a changed name list is refused by the manifest's name check (retrain that op);
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
-    assert feature_version(op) == {"gemm": "6", "attention": "6", "moe": "6"}.get(op, "5")
+    assert feature_version(op) == {"gemm": "6", "attention": "7", "moe": "6"}.get(op, "5")
     assert feature_names(op) == PINNED[op]
 
 

@@ -55,6 +55,32 @@ def test_forest_missing_values_and_two_boosters_match_xgboost(tmp_path):
     assert np.abs(forest.predict(probe) - want).max() < 1e-5
 
 
+def test_gated_forest_routes_rows_to_their_backends_own_trees(tmp_path):
+    """``own``: one forest whose point output is, row by row, the shared booster's margin or, where a one-hot column is
+    1, its own booster's (synthetic data: a unit test of the gating, not a measurement)."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    x[:, 2] = rng.random(n) < 0.3  # one-hot "backend=a"
+    x[:, 3] = (rng.random(n) < 0.3) & (x[:, 2] == 0)  # one-hot "backend=b"
+    y = np.sin(x[:, 0]) + np.where(x[:, 2] == 1, 5 * x[:, 1] ** 2 + 2.0, x[:, 1]) - 3.0 * x[:, 3]
+    shared = xgb.train({"max_depth": 4, "tree_method": "hist"}, xgb.DMatrix(x, label=y), 20)
+    quant = xgb.train(
+        {"max_depth": 2, "objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.9]}, xgb.DMatrix(x, label=y), 5
+    )
+    own = {
+        c: xgb.train({"max_depth": 3, "tree_method": "hist"}, xgb.DMatrix(x[x[:, c] == 1], label=y[x[:, c] == 1]), 15)
+        for c in (2, 3)
+    }
+    forest = Forest.load(Forest.from_boosters(shared, quant, own=own).save(tmp_path / "g.npz"))
+    want = _xgb_margins(shared, quant, x=x)
+    for c, booster in own.items():
+        want[x[:, c] == 1, 0] = booster.inplace_predict(x[x[:, c] == 1])
+    assert np.abs(forest.predict(x) - want).max() < 1e-5
+    # the shared trees alone would be wrong on the gated rows: the routing is what makes the margins match
+    assert np.abs(_xgb_margins(shared, x=x)[:, 0] - want[:, 0])[x[:, 2] == 1].max() > 0.1
+
+
 def test_forest_rejects_categorical_splits():
     rng = np.random.default_rng(2)
     x = np.column_stack([rng.integers(0, 4, 500), rng.normal(size=500)]).astype(np.float32)

@@ -19,6 +19,7 @@ from kernelcast.features.vector import categories, feature_version
 from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns
 from kernelcast.predictors.trees import Forest
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
+from kernelcast.training.xgb import own_column
 
 
 def coverage_of(frame: pd.DataFrame, op: str) -> dict[str, Any]:
@@ -88,7 +89,10 @@ def check_rows(model) -> dict[str, list]:
     """The model's check rows and both boosters' margins on them (what the forest must give back)."""
     x = model.check_x_
     margins = np.column_stack(
-        [np.asarray(b.inplace_predict(x)).reshape(len(x), -1) for b in (model.booster_, model.quantile_booster_)]
+        [
+            model.point_margin(x).reshape(len(x), -1),
+            np.asarray(model.quantile_booster_.inplace_predict(x)).reshape(len(x), -1),
+        ]
     )
     return {"x": x.astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
 
@@ -103,7 +107,9 @@ def export_model(
     out_dir = Path(out_dir or MODEL_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for suffix, booster in (("", model.booster_), (".quantile", model.quantile_booster_)) if boosters else ():
+    saved = [("", model.booster_), (".quantile", model.quantile_booster_)]
+    saved += [(f".{backend}", booster) for backend, booster in getattr(model, "own_boosters_", {}).items()]
+    for suffix, booster in saved if boosters else ():
         path = out_dir / f"{op}{suffix}.ubj.gz"
         raw = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
         booster.save_model(str(raw))
@@ -112,7 +118,9 @@ def export_model(
         raw.unlink()
         os.replace(tmp, path)
         paths.append(path)
-    paths.append(Forest.from_boosters(model.booster_, model.quantile_booster_).save(out_dir / f"{op}.forest.npz"))
+    own = {own_column(op, b): booster for b, booster in getattr(model, "own_boosters_", {}).items()}
+    forest = Forest.from_boosters(model.booster_, model.quantile_booster_, own=own)
+    paths.append(forest.save(out_dir / f"{op}.forest.npz"))
     manifest = {
         **manifest,
         "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()},

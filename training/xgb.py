@@ -27,6 +27,15 @@ def conformal_offset(scores: np.ndarray, coverage: float) -> float:
     return float(np.partition(np.asarray(scores, dtype=np.float64), k - 1)[k - 1])
 
 
+def own_column(op: str, backend: str) -> int:
+    """The matrix column that is 1 on ``backend``'s rows (its one-hot ``backend=…`` column)."""
+    name = f"backend={backend}"
+    columns = matrix_columns(op)
+    if name not in columns:
+        raise ValueError(f"own_trees: backend must be one of {op!r}'s backends; got {backend!r}")
+    return columns.index(name)
+
+
 #: training rows kept with a fitted model, whose margins its exported forest is checked against
 CHECK_ROWS = 64
 
@@ -56,6 +65,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         calibration_percent: int = 20,
         n_jobs: int = 2,
         random_state: int = 0,
+        own_trees: dict | None = None,
     ):
         self.op = op  # op family: fixes the feature columns
         self.n_estimators = n_estimators  # boosting rounds of the point model
@@ -74,6 +84,9 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.calibration_percent = calibration_percent  # % of shapes held out of the quantile fit for calibration
         self.n_jobs = n_jobs  # CPU threads
         self.random_state = random_state  # seed of row/column subsampling
+        # backend -> {max_depth, n_estimators, learning_rate}: that backend's rows get point trees of their own,
+        # fitted on its rows alone (the shared trees serve the others); exported as one forest, gated on the backend
+        self.own_trees = own_trees
 
     def _params(self, **extra) -> dict:
         return {
@@ -124,6 +137,17 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.booster_ = xgb.train(
             self._params(objective="reg:squarederror"), self._dmatrix(x, target, w), self.n_estimators
         )
+        self.own_boosters_ = {}
+        for backend, params in (self.own_trees or {}).items():
+            mine = x[:, own_column(self.op, backend)] == 1
+            if not mine.any():
+                continue
+            own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
+            self.own_boosters_[backend] = xgb.train(
+                self._params(objective="reg:squarederror", **own),
+                self._dmatrix(x[mine], target[mine], None if w is None else w[mine]),
+                params["n_estimators"],
+            )
         qparams = self._params(
             objective="reg:quantileerror", quantile_alpha=list(self.quantiles), max_depth=self.quantile_depth
         )
@@ -154,6 +178,15 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 by_source[name] = conformal_offset(mine, self.coverage)
         return {"offset": conformal_offset(scores, self.coverage), "by_source": by_source}
 
+    def point_margin(self, x: np.ndarray) -> np.ndarray:
+        """The point model's margin: each row from its backend's own trees where it has them, else the shared ones."""
+        margin = np.asarray(self.booster_.inplace_predict(x), dtype=np.float64)
+        for backend, booster in getattr(self, "own_boosters_", {}).items():
+            mine = x[:, own_column(self.op, backend)] == 1
+            if mine.any():
+                margin[mine] = booster.inplace_predict(x[mine])
+        return margin
+
     def _quantiles(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.quantile_booster_.inplace_predict(x)).reshape(len(x), -1)
 
@@ -170,7 +203,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self._check_fitted()
         x = feature_matrix(features, self.op)
         offset = row_offsets(x, self.op, self.conformal_) if calibrated else 0.0
-        return to_latency(features["scale_us"].to_numpy(), self.booster_.inplace_predict(x), self._quantiles(x), offset)
+        return to_latency(features["scale_us"].to_numpy(), self.point_margin(x), self._quantiles(x), offset)
 
     def feature_importance(self) -> pd.Series:
         """Total gain per feature, largest first."""
