@@ -19,7 +19,9 @@ BASE_FEATURE_VERSION = "5"
 #: registers and spills, tiles as run (padded to whole tiles) and the target's scale from them
 #: attention 7: the kernel SDPA's flash and cuDNN backends launch (tiles, K/V splits, decode packing), Triton's
 #: shared memory by the config rule's formula
-FEATURE_VERSIONS = {"gemm": "6", "attention": "7", "moe": "6"}
+#: reduction 6: the kernel path and kernel count each fn launches, and its main kernel's launch (Reduce.cuh's
+#: config, softmax, scan and norm blocks)
+FEATURE_VERSIONS = {"gemm": "6", "attention": "7", "moe": "6", "reduction": "6"}
 
 
 def feature_version(op: str) -> str:
