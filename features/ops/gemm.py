@@ -380,7 +380,7 @@ SPEC = register(
         # cuBLAS's kernel choice by shape and alignment needs deep trees (depth 8 was measurably worse); 600 rounds
         # at 0.06 beat 150 at 0.2 on every test set (cuBLAS 4.4 -> 3.9%, Triton 8.8 -> 7.9%) at 4x the serving
         # cost; 1,200 were hardly better (benchmarks/RESULTS.md §18). Fresh Triton configs want shallower trees of
-        # their own, fitted on the Triton rows alone: 1,200 at depth 8 beat the shared trees by 0.9-2.0 points median
+        # their own, fitted on the Triton rows alone: 1,200 at depth 8 beat the shared trees by 1.3-2.0 points median
         # and 4-6 p90 on each of the Triton test sets 3-6 (RESULTS §21)
         train_params={
             "max_depth": 12,
