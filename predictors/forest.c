@@ -31,13 +31,19 @@ static void kc_walk_grouped(const float *xr, int64_t col_stride, const kc_node *
             at[j] = roots[t0 + j];
             if (depths[t0 + j] > deepest) deepest = depths[t0 + j];
         }
-        for (int32_t level = 0; level < deepest; ++level) /* a leaf steps to itself: extra levels are harmless */
+        /* a leaf steps to itself: the walk ends when no tree of the group moved (trees gated off a row by
+         * Forest.from_boosters(own=...) end on their 0 leaf after one level) */
+        for (int32_t level = 0, moved = 1; level < deepest && moved; ++level) {
+            moved = 0;
             for (int64_t j = 0; j < g; ++j) {
                 const kc_node *node = nodes + at[j];
                 const float v = xr[node->feature * col_stride];
                 const int right = (v >= node->threshold) | ((v != v) & node->default_right);
-                at[j] = node->child[right];
+                const int64_t next = node->child[right];
+                moved |= next != at[j];
+                at[j] = next;
             }
+        }
         for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)nodes[at[j]].leaf;
     }
 }
@@ -63,12 +69,15 @@ void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t
         }
         for (int64_t t = 0; t < n_trees; ++t) {
             for (int64_t r = 0; r < n; ++r) at[r] = roots[t];
-            for (int32_t level = 0; level < depths[t]; ++level) {
+            for (int32_t level = 0, moved = 1; level < depths[t] && moved; ++level) {
+                moved = 0;
                 for (int64_t r = 0; r < n; ++r) {
                     const kc_node *node = nodes + at[r];
                     const float v = xb[r * row_stride + node->feature * col_stride];
                     const int right = (v >= node->threshold) | ((v != v) & node->default_right);
-                    at[r] = node->child[right];
+                    const int64_t next = node->child[right];
+                    moved |= next != at[r];
+                    at[r] = next;
                 }
             }
             const int64_t o = outputs[t];
