@@ -190,12 +190,12 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     bm, bn, warps, stages = config_values(
         cfg, ("block_m", "block_n", "num_warps", "num_stages"), (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan)
     )  # NaN: the library chose
-    fa = flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal)
-    cu = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv)
-    fa = LibraryLaunch(*(np.where(np.isnan(cu.block_m), f, c) for f, c in zip(fa, cu)))
-    flash = ~np.isnan(fa.block_m)  # the library's own tiles; one K/V buffer each (no pipeline stages)
-    bm, bn, warps = np.where(flash, fa.block_m, bm), np.where(flash, fa.block_n, bn), np.where(flash, fa.warps, warps)
-    stages = np.where(flash, 1.0, stages)
+    flash = flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal)
+    cudnn = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv)
+    fa = LibraryLaunch(*(np.where(np.isnan(cudnn.block_m), f, c) for f, c in zip(flash, cudnn)))
+    library = ~np.isnan(fa.block_m)  # the library's own tiles; one K/V buffer each (no pipeline stages)
+    bm, bn = np.where(library, fa.block_m, bm), np.where(library, fa.block_n, bn)
+    warps, stages = np.where(library, fa.warps, warps), np.where(library, 1.0, stages)
     units = np.ceil(fa.seq_q / bm) * fa.heads * b * fa.splits
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
