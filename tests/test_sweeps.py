@@ -254,13 +254,7 @@ def _runs_triton(name: str) -> bool:
 
 
 def _triton_configs(names, seed):
-    return {
-        (d.op, d.config)
-        for n in names
-        if _runs_triton(n)
-        for d in _expanded(n, seed)
-        if d.backend == "triton"
-    }
+    return {(d.op, d.config) for n in names if _runs_triton(n) for d in _expanded(n, seed) if d.backend == "triton"}
 
 
 def test_independent_test_sweeps_use_fresh_triton_configs():
