@@ -41,6 +41,8 @@ NODE = np.dtype(
 )
 #: batches this large are split over every core (the C call releases the GIL); smaller ones stay on one
 PARALLEL_ROWS = 4096
+#: batches larger than this are walked in the order of their gate columns (and answered in theirs)
+GATE_SORT_ROWS = 64
 #: chunks per worker thread: on a shared machine a core another process holds finishes fewer chunks instead of
 #: holding up half the batch
 CHUNKS_PER_WORKER = 8
@@ -96,7 +98,7 @@ def library() -> tuple[ctypes.CDLL | None, str]:
         lib = ctypes.CDLL(str(path))
     except OSError as exc:
         return None, f"{path}: cannot be loaded ({exc}); delete it to rebuild"
-    lib.kc_forest_predict.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _I, _I, _P, _P]
+    lib.kc_forest_predict.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P]
     lib.kc_forest_predict.restype = None
     return lib, str(path)
 
@@ -123,6 +125,9 @@ class CompiledForest:
         self.outputs = np.ascontiguousarray(forest.combine.argmax(axis=1), dtype=np.int32)
         self.base = np.ascontiguousarray(forest.base, dtype=np.float64)
         self.n_features = forest.n_features
+        self.zero_side, self.run_end = gate_runs(forest)
+        #: the columns the runs' roots read: a batch is ordered by them so that its blocks rarely mix both sides
+        self.gate_columns = np.unique(forest.feature[forest.roots[self.zero_side >= 0]])
         self._fn = lib.kc_forest_predict
 
     def _run(self, x: np.ndarray, out: np.ndarray) -> None:
@@ -135,6 +140,8 @@ class CompiledForest:
             self.roots.ctypes.data,
             self.depths.ctypes.data,
             self.outputs.ctypes.data,
+            self.zero_side.ctypes.data,
+            self.run_end.ctypes.data,
             len(self.roots),
             len(self.base),
             self.base.ctypes.data,
@@ -149,6 +156,18 @@ class CompiledForest:
             x = np.ascontiguousarray(x)
         if x.ndim != 2 or x.shape[1] != self.n_features:
             raise ValueError(f"x must be (rows, {self.n_features}); got shape {x.shape}")
+        order = None
+        if len(self.gate_columns) and len(x) > GATE_SORT_ROWS:
+            order = np.lexsort(x[:, self.gate_columns].T)
+            x = x[order]
+        out = self._predict_ordered(x)
+        if order is None:
+            return out
+        unsorted = np.empty_like(out)
+        unsorted[order] = out
+        return unsorted
+
+    def _predict_ordered(self, x: np.ndarray) -> np.ndarray:
         out = np.empty((len(x), len(self.base)), dtype=np.float64)
         workers = 1 if len(x) < PARALLEL_ROWS else os.cpu_count() or 1
         if workers == 1:
@@ -160,6 +179,28 @@ class CompiledForest:
         for job in jobs:
             job.result()
         return out
+
+
+def gate_runs(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Per tree: which child of its root is a 0 leaf (0 left, 1 right; -1 where neither is, or the tree is a leaf),
+    and the first tree after the run of consecutive trees whose roots make that same split (``forest.c`` decides a
+    run once per block of rows)."""
+    children = forest.children.reshape(-1, 2)
+    roots = forest.roots
+    zero = np.full(len(roots), -1, dtype=np.int32)
+    for side in (1, 0):
+        child = children[roots, side]
+        is_zero_leaf = (children[child, 0] == child) & (forest.leaf_value[child] == 0) & (child != roots)
+        zero[is_zero_leaf] = side
+    split = np.stack(
+        [forest.feature[roots], forest.threshold[roots].view(np.int32), forest.default_right[roots], zero], axis=1
+    )
+    new_run = np.ones(len(roots), dtype=bool)
+    new_run[1:] = (zero[1:] < 0) | np.any(split[1:] != split[:-1], axis=1)
+    starts = np.flatnonzero(new_run)
+    ends = np.append(starts[1:], len(roots))
+    run_end = np.repeat(ends, np.diff(np.append(starts, len(roots)))).astype(np.int64)
+    return zero, run_end
 
 
 def compile_forest(forest: Forest) -> CompiledForest | None:

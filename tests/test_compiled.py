@@ -93,3 +93,32 @@ def test_without_a_working_compiler_serving_falls_back_and_says_why(fresh_librar
     with pytest.warns(RuntimeWarning, match=reason):
         assert compiled.compile_forest(model.forest) is None
     assert not fresh_library.exists() or not list(fresh_library.glob("*.so"))  # a failed build leaves nothing
+
+
+def test_gated_runs_are_skipped_or_entered_with_the_same_margins(tmp_path):
+    """Per-backend trees behind gates (``Forest.from_boosters(own=...)``) form runs that ``forest.c`` skips for a block
+    whose rows all take the 0 side and enters one level down where all take the other: the numpy walk's margins on
+    one-sided and mixed blocks, single rows, and missing gate values (synthetic data: a unit test of the walker)."""
+    xgb = pytest.importorskip("xgboost")
+    from kernelcast.predictors.trees import Forest
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    x[:, 2] = rng.random(n) < 0.4  # one-hot "backend=a"
+    y = np.where(x[:, 2] == 1, 4 * x[:, 0] ** 2, np.sin(x[:, 1]))
+    shared = xgb.train({"max_depth": 4}, xgb.DMatrix(x, label=y), 12)
+    own = {2: xgb.train({"max_depth": 3}, xgb.DMatrix(x[x[:, 2] == 1], label=y[x[:, 2] == 1]), 9)}
+    forest = Forest.load(Forest.from_boosters(shared, own=own).save(tmp_path / "g.npz"))
+    walker = compiled.compile_forest(forest)
+    assert walker is not None, compiled.library()[1]
+    zero_side, run_end = compiled.gate_runs(forest)
+    runs = {(int(t), int(run_end[t])) for t in np.flatnonzero(zero_side >= 0)}
+    assert {end - start for start, end in runs} >= {12, 10} and len({e for _, e in runs}) == 2  # shared; base + own
+    assert walker.gate_columns.tolist() == [2]
+    probe = np.vstack([x, x[:50]])
+    probe[n::2, 2] = np.nan  # a missing gate value takes the gate's default way
+    for rows in (probe, x[x[:, 2] == 1], x[x[:, 2] == 0]):  # mixed, every block one side, every block the other
+        np.testing.assert_allclose(walker.predict(rows), forest.predict(rows), rtol=1e-12, atol=1e-12)
+    for i in range(0, len(probe), 97):  # one row alone: the grouped walk
+        np.testing.assert_allclose(walker.predict(probe[i : i + 1]), forest.predict(probe[i : i + 1]), atol=1e-12)
