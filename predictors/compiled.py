@@ -30,15 +30,7 @@ from kernelcast.predictors.trees import Forest, tree_depth
 SOURCE = Path(__file__).with_name("forest.c")
 CFLAGS = ("-O3", "-shared", "-fPIC")
 #: one packed node (``kc_node`` in forest.c): a split's fields and a leaf's value side by side
-NODE = np.dtype(
-    [
-        ("feature", "<i4"),
-        ("threshold", "<f4"),
-        ("child", "<i4", (2,)),
-        ("leaf", "<f4"),
-        ("default_right", "<i4"),
-    ]
-)
+NODE = np.dtype([("feature", "<u4"), ("value", "<f4"), ("child", "<i4", (2,))])
 #: batches this large are split over every core (the C call releases the GIL); smaller ones stay on one
 PARALLEL_ROWS = 4096
 #: batches larger than this are walked in the order of their gate columns (and answered in theirs)
@@ -114,11 +106,10 @@ class CompiledForest:
 
     def __init__(self, forest: Forest, lib: ctypes.CDLL):
         nodes = np.zeros(len(forest.feature), dtype=NODE)
-        nodes["feature"] = forest.feature
-        nodes["threshold"] = forest.threshold
+        leaf = forest.children[0::2] == np.arange(len(forest.feature))
+        nodes["feature"] = forest.feature.astype(np.uint32) | (forest.default_right.astype(np.uint32) << 31)
+        nodes["value"] = np.where(leaf, forest.leaf_value, forest.threshold)
         nodes["child"] = forest.children.reshape(-1, 2)
-        nodes["leaf"] = forest.leaf_value
-        nodes["default_right"] = forest.default_right
         self.nodes = nodes
         self.roots = np.ascontiguousarray(forest.roots, dtype=np.int64)
         self.depths = np.asarray([tree_depth(forest.children, np.asarray([r])) for r in forest.roots], dtype=np.int32)

@@ -11,13 +11,14 @@
  * the run; a block whose rows all take the other side starts every tree of the run one level down. */
 #include <stdint.h>
 
+/* 16 bytes, four to a cache line */
 typedef struct {
-    int32_t feature;       /* input column a split reads (leaves: 0) */
-    float threshold;       /* go right when value >= threshold (leaves: +inf) */
-    int32_t child[2];      /* left, right (a leaf: itself twice) */
-    float leaf;            /* a leaf's value */
-    int32_t default_right; /* where a missing value goes (leaves: 0) */
+    uint32_t feature;  /* input column a split reads, with bit 31 set where a missing value goes right */
+    float value;       /* a split's threshold (go right when value >= it); a leaf's value */
+    int32_t child[2];  /* left, right (a leaf: itself twice, so either way it stays) */
 } kc_node;
+
+#define KC_FEATURE(node) ((node)->feature & 0x7fffffffu)
 
 /* rows a block walks side by side: its feature rows (98 floats each for GEMM) and the tree in hand stay in L2, so a
  * tree's nodes come from memory once per block */
@@ -28,7 +29,7 @@ typedef struct {
 #define KC_GROUP 64
 
 static inline int kc_right(const kc_node *node, float v) {
-    return (v >= node->threshold) | ((v != v) & node->default_right);
+    return (v >= node->value) | ((v != v) & (int)(node->feature >> 31));
 }
 
 /* where the rows xr[r * row_stride] (r < n) go at a run's root: 0 all to the 0 leaf (skip the run), 1 all to the
@@ -36,7 +37,7 @@ static inline int kc_right(const kc_node *node, float v) {
 static int kc_run_side(const float *x, int64_t n, int64_t row_stride, int64_t col_stride, const kc_node *root,
                        int zero_side) {
     int64_t to_zero = 0;
-    for (int64_t r = 0; r < n; ++r) to_zero += kc_right(root, x[r * row_stride + root->feature * col_stride]) == zero_side;
+    for (int64_t r = 0; r < n; ++r) to_zero += kc_right(root, x[r * row_stride + KC_FEATURE(root) * col_stride]) == zero_side;
     return to_zero == n ? 0 : to_zero == 0 ? 1 : -1;
 }
 
@@ -71,12 +72,12 @@ static void kc_walk_grouped(const float *xr, int64_t col_stride, const kc_node *
                 moved = 0;
                 for (int64_t j = 0; j < g; ++j) {
                     const kc_node *node = nodes + at[j];
-                    const int64_t next = node->child[kc_right(node, xr[node->feature * col_stride])];
+                    const int64_t next = node->child[kc_right(node, xr[KC_FEATURE(node) * col_stride])];
                     moved |= next != at[j];
                     at[j] = next;
                 }
             }
-            for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)nodes[at[j]].leaf;
+            for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)nodes[at[j]].value;
         }
         t = stop;
     }
@@ -119,13 +120,13 @@ void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t
                     moved = 0;
                     for (int64_t r = 0; r < n; ++r) {
                         const kc_node *node = nodes + at[r];
-                        const int64_t next = node->child[kc_right(node, xb[r * row_stride + node->feature * col_stride])];
+                        const int64_t next = node->child[kc_right(node, xb[r * row_stride + KC_FEATURE(node) * col_stride])];
                         moved |= next != at[r];
                         at[r] = next;
                     }
                 }
                 const int64_t o = outputs[t];
-                for (int64_t r = 0; r < n; ++r) ob[r * n_outputs + o] += (double)nodes[at[r]].leaf;
+                for (int64_t r = 0; r < n; ++r) ob[r * n_outputs + o] += (double)nodes[at[r]].value;
                 ++t;
             }
         }
