@@ -133,6 +133,31 @@ def test_splits_partition_rows(rows):
         splits.make_splits("kfold", rows, hashes, None)
 
 
+def test_config_split_holds_out_whole_configs():
+    """Every Triton row is tested in exactly one fold, its config never on both sides of a fold; rows without a config
+    (a library backend, or another backend's annotation) train in every fold and are never tested."""
+    configs = [
+        json.dumps({"block_m": bm, "num_warps": w}, sort_keys=True) for bm in (16, 32, 64, 128) for w in (2, 4, 8)
+    ]
+    n = 240
+    frame = pd.DataFrame(
+        {
+            "backend": np.where(np.arange(n) % 4 == 0, "cublas", "triton"),
+            "config": [configs[i % len(configs)] if i % 8 != 0 else None for i in range(n)],
+        }
+    )
+    frame.loc[4, "config"] = configs[0]  # a cuBLAS row's config is an annotation, not a config it runs
+    folds = splits.make_splits("config", frame, None, None)
+    assert 2 <= len(folds) <= splits.CONFIG_FOLDS
+    triton = (frame.backend == "triton").to_numpy()
+    tested = np.sum([f.test for f in folds], axis=0)
+    assert (tested[triton] == 1).all() and (tested[~triton] == 0).all()
+    for f in folds:
+        assert not set(frame.config[f.train & triton]) & set(frame.config[f.test])
+        assert f.train[~triton].all() and not (f.train & f.test).any()
+    assert splits.make_splits("config", frame[~triton], None, None) == []  # no Triton rows: no folds
+
+
 def test_metrics_hand_computed():
     m = evaluate.metrics(
         [100, 200, 400, 800], [110, 180, 400, 1000], low=[90, 150, 300, 900], high=[120, 190, 500, 1100]

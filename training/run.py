@@ -197,7 +197,10 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
     hashes = data.shape_hash(frame, cfg.op)
     folds = make_splits(split, frame, hashes, _size(frame, cfg.op, split))
     if not folds:
-        raise ValueError(f"split {split!r} has no folds for op {cfg.op!r} (lomo needs rows tagged with a 'model')")
+        raise ValueError(
+            f"split {split!r} has no folds for op {cfg.op!r} (lomo needs rows tagged with a 'model', config rows with "
+            "a Triton config)"
+        )
     parts, metrics = [], {}
     for fold in _progress(folds, f"{cfg.op} {split}"):
         _, rows, _, _ = fit_fold(cfg, frame, hashes, fold)

@@ -1,5 +1,6 @@
 """Evaluation splits: frozen random-by-shape, extrapolation (largest sizes), leave-one-GPU-out, leave-one-model-out,
-and the independent test set (the card's ``test`` files: other seeds and distributions, never trained on)."""
+held-out Triton configs, and the independent test set (the card's ``test`` files: other seeds and distributions, never
+trained on)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SPLITS = ("random", "extrapolation", "logo", "lomo", "independent")
+from kernelcast.features.common import triton_configs
+
+SPLITS = ("random", "extrapolation", "logo", "lomo", "config", "independent")
 #: the frozen evaluation split: a shape is held out when bucket(shape_hash, FROZEN_SALT) < FROZEN_PERCENT.
 #: It never changes (the champion alias only moves on it), so neither may these two numbers.
 FROZEN_SALT = 0x6B63_6576_616C_7631  # "kcevalv1"
 FROZEN_PERCENT = 20
+#: config: Triton configs hashed into this many folds with this salt (fixed, so every run holds out the same configs)
+CONFIG_FOLDS = 5
+CONFIG_SALT = 0x6B63_6366_6F6C_6431  # "kccfold1"
 #: extrapolation: per GPU, rows above this quantile of the size measure are held out
 EXTRAPOLATION_QUANTILE = 0.9
 
@@ -77,6 +83,20 @@ def lomo_splits(models: pd.Series | None) -> list[Split]:
     return [Split("lomo", str(m), values != m, tagged & (values == m)) for m in sorted(models.dropna().unique())]
 
 
+def config_splits(backends: np.ndarray, configs: np.ndarray) -> list[Split]:
+    """Held-out Triton configs: the configs the rows' backend runs (``triton_configs``) hashed into ``CONFIG_FOLDS``
+    folds; a fold tests every row of its configs and trains on the rest. Rows without such a config (library
+    backends: cuBLAS, flash, cuDNN, torch) are never tested and train in every fold; no folds without configs."""
+    configs = triton_configs({"backend": backends, "config": configs})
+    has = np.asarray([isinstance(c, str) and c != "" for c in configs])
+    if not has.any():
+        return []
+    text = np.where(has, configs, "").astype(str)
+    fold = bucket(pd.util.hash_array(text.astype(object)), CONFIG_SALT) * CONFIG_FOLDS // 100
+    fold = np.where(has, fold, -1)
+    return [Split("config", f"fold{k}", fold != k, fold == k) for k in range(CONFIG_FOLDS) if (fold == k).any()]
+
+
 def independent_split(roles: np.ndarray) -> list[Split]:
     """Train on every ``train`` row, test on the independent test set (none when the card lists no test files)."""
     test = roles == "test"
@@ -93,6 +113,9 @@ def make_splits(name: str, frame: pd.DataFrame, hashes: np.ndarray, size: np.nda
         return logo_splits(frame["gpu"].to_numpy())
     if name == "lomo":
         return lomo_splits(frame["model"] if "model" in frame else None)
+    if name == "config":
+        configs = frame["config"].to_numpy(dtype=object) if "config" in frame else np.full(len(frame), None)
+        return config_splits(frame["backend"].to_numpy(dtype=object), configs)
     if name == "independent":
         return independent_split(frame["role"].to_numpy(dtype=object))
     raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {name!r}")
