@@ -19,9 +19,11 @@ BASE_FEATURE_VERSION = "5"
 #: registers and spills, tiles as run (padded to whole tiles) and the target's scale from them
 #: attention 7: the kernel SDPA's flash and cuDNN backends launch (tiles, K/V splits, decode packing), Triton's
 #: shared memory by the config rule's formula
+#: attention 8: Triton's dot instruction (wgmma), K/V pipeline buffers, sub-partitions a CTA occupies, the K/V step's
+#: modelled cycles (dots, exp2, fp32 softmax) and the loop and SM-busy times from them, which Triton rows' scale reads
 #: reduction 6: the kernel path and kernel count each fn launches, and its main kernel's launch (Reduce.cuh's
 #: config, softmax, scan and norm blocks)
-FEATURE_VERSIONS = {"gemm": "6", "attention": "7", "moe": "6", "reduction": "6"}
+FEATURE_VERSIONS = {"gemm": "6", "attention": "8", "moe": "6", "reduction": "6"}
 
 
 def feature_version(op: str) -> str:

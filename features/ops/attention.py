@@ -264,7 +264,20 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     steps = ctas / loop.blocks * loop.steps  # K/V steps over every CTA
     # the tiles as run: every step computes a whole block_m x block_n score tile (masked rows and columns included)
     tile_flops = 4.0 * bm * bn * d
+    ring, wgmma = triton_ring(cols["gpu"], bm, warps, base["num_stages"])
+    step = step_cycles(bm, bn, d, warps, ~triton | wgmma, base)
+    clock = base["gpu_boost_clock_hz"]
     return {
+        # the dot's instruction (wgmma reads its operands from shared memory, mma.sync from registers) and the K/V
+        # tiles' pipeline buffers: what Triton compiled for the config (NaN on the library kernels' rows)
+        "wgmma": np.where(triton, wgmma.astype(np.float64), np.nan),
+        "kv_buffers": np.where(triton, ring, np.nan),
+        "smsp_share": smsp_share(warps),
+        "step_mma_share": step.mma / step.total,
+        "step_cycles": step.total,
+        # the longest CTA's loop at its own step time, and every CTA's steps spread over the SMs
+        "loop_us": loop.longest * step.total / clock * 1e6,
+        "busy_us": steps * step.total / base["gpu_sm_count"] / clock * 1e6,
         **clock_features(base),
         **resident_ctas(smem, (bm * d + bm * bn) / (32 * warps), warps, ctas, base, registers=registers),
         "warp_tile": bm * bn / warps,
@@ -278,6 +291,36 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
         "spilled_registers": spilled,
         "spill_us": spill_us(spilled, warps, steps, base),
     }
+
+
+#: one Hopper/Ampere SM per clock: exp2 on its special-function units, fp32 lanes; mma.sync sustains about half the
+#: tensor rate wgmma does; fp32 operations per score element (scale, mask, max, subtract, sum, convert) and per
+#: O element (the online softmax's rescale) in each K/V step
+SFU_PER_SM_CLOCK, FP32_PER_SM_CLOCK, MMA_SYNC_RATE = 16.0, 128.0, 0.5
+SCORE_OPS, RESCALE_OPS = 8.0, 2.0
+#: SM sub-partitions (each with its own tensor core and SFUs): a CTA of fewer warps leaves some idle
+SUB_PARTITIONS = 4
+
+
+class StepCycles(NamedTuple):
+    mma: np.ndarray  # the two dots of one K/V step
+    total: np.ndarray  # dots + exp2 + fp32 softmax work
+
+
+def smsp_share(warps) -> np.ndarray:
+    """The share of an SM's sub-partitions one CTA's warps occupy (its dots and exp2 run on theirs only)."""
+    return np.minimum(warps, SUB_PARTITIONS) / SUB_PARTITIONS
+
+
+def step_cycles(bm, bn, d, warps, wgmma, base) -> StepCycles:
+    """SM cycles of one CTA's K/V step, alone on its SM: the block_m×block_n×head_dim dots at the dtype's peak per SM
+    (``MMA_SYNC_RATE`` of it without wgmma), the score tile's exp2 and fp32 softmax work and the O rescale, each on
+    the sub-partitions its warps occupy. Serial: a step's dots wait for its softmax (no warp specialization)."""
+    share = smsp_share(warps)
+    per_clock = base["peak_flops"] / base["gpu_sm_count"] / base["gpu_boost_clock_hz"]
+    mma = 4.0 * bm * bn * d / (per_clock * np.where(wgmma, 1.0, MMA_SYNC_RATE)) / share
+    softmax = bm * bn / SFU_PER_SM_CLOCK + (SCORE_OPS * bm * bn + RESCALE_OPS * bm * d) / FP32_PER_SM_CLOCK
+    return StepCycles(mma, mma + softmax / share)
 
 
 class KvLoop(NamedTuple):
@@ -311,11 +354,13 @@ def triton_attention_registers(bm, bn, d, warps) -> np.ndarray:
 
 
 def attention_scale(f) -> np.ndarray:
-    """The learned target's scale: the roofline floor, or where a Triton config says more, the compute of its tiles as
-    run (padded to whole tiles) or its longest CTA's loop on one SM, plus one kernel's fixed time."""
-    return latency_scale(
-        np.fmax(f["floor_us"], np.fmax(f["padded_compute_us"], f["longest_cta_us"])), f["gpu_boost_clock_hz"]
-    )
+    """The learned target's scale: the roofline floor or, where the tiles say more, plus one kernel's fixed time:
+    on Triton rows (``wgmma`` set) the K/V steps at their modelled cycles (``step_cycles``: every CTA's over the
+    SMs, or the longest CTA's loop); on the library kernels' rows their padded tiles' compute at peak or the longest
+    CTA's loop on one SM at peak."""
+    library = np.fmax(f["padded_compute_us"], f["longest_cta_us"])
+    body = np.where(np.isnan(f["wgmma"]), library, np.fmax(f["busy_us"], f["loop_us"]))
+    return latency_scale(np.fmax(f["floor_us"], body), f["gpu_boost_clock_hz"])
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's
