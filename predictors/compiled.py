@@ -150,7 +150,10 @@ class CompiledForest:
         order = None
         if len(self.gate_columns) and len(x) > GATE_SORT_ROWS:
             order = np.lexsort(x[:, self.gate_columns].T)
-            x = x[order]
+            if (np.diff(order) == 1).all():  # already in the gates' order (a batch of one backend): no copy
+                order = None
+            else:
+                x = x[order]
         out = self._predict_ordered(x)
         if order is None:
             return out
