@@ -29,8 +29,12 @@ from kernelcast.predictors.trees import Forest, tree_depth
 
 SOURCE = Path(__file__).with_name("forest.c")
 CFLAGS = ("-O3", "-shared", "-fPIC")
-#: one packed node (``kc_node`` in forest.c): a split's fields and a leaf's value side by side
-NODE = np.dtype([("feature", "<u4"), ("value", "<f4"), ("child", "<i4", (2,))])
+#: one packed node (``kc_node`` in forest.c), 8 bytes: a split's threshold or a leaf's value, the input column with
+#: the leaf and default-right flags, and the left child's index in its tree (the right child follows it)
+NODE = np.dtype([("value", "<f4"), ("feature", "<u2"), ("left", "<u2")])
+LEAF_FLAG, RIGHT_FLAG = 1 << 14, 1 << 15
+#: what an 8-byte node can address: input columns below the flags, trees of up to 65,535 nodes
+MAX_FEATURES, MAX_TREE_NODES = LEAF_FLAG, 1 << 16
 #: batches this large are split over every core (the C call releases the GIL); smaller ones stay on one
 PARALLEL_ROWS = 4096
 #: batches larger than this are walked in the order of their gate columns (and answered in theirs)
@@ -105,12 +109,7 @@ class CompiledForest:
     ``Forest.predict``."""
 
     def __init__(self, forest: Forest, lib: ctypes.CDLL):
-        nodes = np.zeros(len(forest.feature), dtype=NODE)
-        leaf = forest.children[0::2] == np.arange(len(forest.feature))
-        nodes["feature"] = forest.feature.astype(np.uint32) | (forest.default_right.astype(np.uint32) << 31)
-        nodes["value"] = np.where(leaf, forest.leaf_value, forest.threshold)
-        nodes["child"] = forest.children.reshape(-1, 2)
-        self.nodes = nodes
+        self.nodes = pack_nodes(forest)
         self.roots = np.ascontiguousarray(forest.roots, dtype=np.int64)
         self.depths = np.asarray([tree_depth(forest.children, np.asarray([r])) for r in forest.roots], dtype=np.int32)
         self.outputs = np.ascontiguousarray(forest.combine.argmax(axis=1), dtype=np.int32)
@@ -175,6 +174,48 @@ class CompiledForest:
         return out
 
 
+def too_large(forest: Forest) -> str | None:
+    """Why ``forest`` does not fit 8-byte nodes (None: it does)."""
+    largest = int(np.diff(np.append(forest.roots, len(forest.feature))).max(initial=0))
+    if forest.n_features > MAX_FEATURES:
+        return f"{forest.n_features} input columns (the packed nodes hold {MAX_FEATURES})"
+    if largest > MAX_TREE_NODES - 1:
+        return f"a tree of {largest:,} nodes (the packed nodes hold {MAX_TREE_NODES - 1:,})"
+    return None
+
+
+def pack_nodes(forest: Forest) -> np.ndarray:
+    """The nodes in ``NODE`` form, each tree renumbered within its own index range, breadth first, so that a split's
+    children sit side by side (the right one after the left) and a tree's top levels share cache lines."""
+    n = len(forest.feature)
+    children = forest.children.reshape(-1, 2)
+    leaf = children[:, 0] == np.arange(n)
+    roots = forest.roots.astype(np.int64)
+    new = np.full(n, -1, dtype=np.int64)  # old index -> new index (same tree range)
+    new[roots] = roots
+    free = roots + 1  # per tree: the next unused index
+    frontier, tree = roots, np.arange(len(roots))
+    while len(frontier):
+        split = ~leaf[frontier]
+        parents, tree = frontier[split], tree[split]  # grouped by tree, in tree order
+        rank = np.arange(len(parents)) - np.searchsorted(tree, tree)  # a split's place among its tree's on this level
+        left = free[tree] + 2 * rank
+        new[children[parents, 0]], new[children[parents, 1]] = left, left + 1
+        free += 2 * np.bincount(tree, minlength=len(roots))
+        frontier, tree = children[parents].ravel(), np.repeat(tree, 2)
+    unreached = np.flatnonzero(new < 0)  # nodes no root leads to (never walked): the free slots of their tree
+    if len(unreached):
+        owner = np.searchsorted(roots, unreached, side="right") - 1
+        new[unreached] = free[owner] + np.arange(len(unreached)) - np.searchsorted(owner, owner)
+    owner_root = roots[np.searchsorted(roots, np.arange(n), side="right") - 1]
+    nodes = np.zeros(n, dtype=NODE)
+    nodes["value"][new] = np.where(leaf, forest.leaf_value, forest.threshold)
+    flags = np.where(leaf, LEAF_FLAG, forest.feature | (forest.default_right.astype(np.int64) * RIGHT_FLAG))
+    nodes["feature"][new] = flags.astype(np.uint16)
+    nodes["left"][new] = (np.where(leaf, new, new[children[:, 0]]) - owner_root).astype(np.uint16)
+    return nodes
+
+
 def gate_runs(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
     """Per tree: which child of its root is a 0 leaf (0 left, 1 right; -1 where neither is, or the tree is a leaf),
     and the first tree after the run of consecutive trees whose roots make that same split (``forest.c`` decides a
@@ -200,7 +241,9 @@ def gate_runs(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
 def compile_forest(forest: Forest) -> CompiledForest | None:
     """The compiled form of ``forest``, or None (with a ``RuntimeWarning`` saying why) when no walker can be built."""
     lib, where = library()
-    if lib is None:
+    problem = too_large(forest)
+    if lib is None or problem is not None:
+        where = where if lib is None else problem
         warnings.warn(
             f"compiled tree walker unavailable ({where}): learned models walk their trees in numpy "
             "(the same answers, slower; benchmarks/RESULTS.md)",

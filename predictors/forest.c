@@ -11,14 +11,16 @@
  * the run; a block whose rows all take the other side starts every tree of the run one level down. */
 #include <stdint.h>
 
-/* 16 bytes, four to a cache line */
+/* 8 bytes, eight to a cache line; compiled.py numbers each tree's nodes breadth first within the tree's own index
+ * range, so a split's right child is the node after its left one */
 typedef struct {
-    uint32_t feature;  /* input column a split reads, with bit 31 set where a missing value goes right */
-    float value;       /* a split's threshold (go right when value >= it); a leaf's value */
-    int32_t child[2];  /* left, right (a leaf: itself twice, so either way it stays) */
+    float value;      /* a split's threshold (go right when value >= it); a leaf's value */
+    uint16_t feature; /* input column a split reads (bits 0-13); bit 14 marks a leaf, bit 15 a missing value going right */
+    uint16_t left;    /* the left child's index from the tree's root (a leaf: its own, so it stays) */
 } kc_node;
 
-#define KC_FEATURE(node) ((node)->feature & 0x7fffffffu)
+#define KC_FEATURE(node) ((node)->feature & 0x3fffu)
+#define KC_LEAF 0x4000u
 
 /* rows a block walks side by side: its feature rows (98 floats each for GEMM) and the tree in hand stay in L2, so a
  * tree's nodes come from memory once per block */
@@ -29,8 +31,11 @@ typedef struct {
 #define KC_GROUP 64
 
 static inline int kc_right(const kc_node *node, float v) {
-    return (v >= node->value) | ((v != v) & (int)(node->feature >> 31));
+    return ((v >= node->value) | ((v != v) & (int)(node->feature >> 15))) & !(node->feature & KC_LEAF);
 }
+
+/* the index (from the tree's root) a node at `at` steps to */
+static inline int64_t kc_step(const kc_node *node, float v) { return (int64_t)node->left + kc_right(node, v); }
 
 /* where the rows xr[r * row_stride] (r < n) go at a run's root: 0 all to the 0 leaf (skip the run), 1 all to the
  * other side (start one level down), -1 both ways (walk from the root) */
@@ -45,6 +50,7 @@ static void kc_walk_grouped(const float *xr, int64_t col_stride, const kc_node *
                             const int32_t *depths, const int32_t *outputs, const int32_t *zero_side,
                             const int64_t *run_end, int64_t n_trees, double *o) {
     int64_t at[KC_GROUP];
+    const kc_node *tree[KC_GROUP];
     int64_t t = 0;
     while (t < n_trees) {
         int64_t stop = n_trees, skip_root = 0;
@@ -63,21 +69,21 @@ static void kc_walk_grouped(const float *xr, int64_t col_stride, const kc_node *
             const int64_t g = t0 + KC_GROUP < stop ? KC_GROUP : stop - t0;
             int32_t deepest = 0;
             for (int64_t j = 0; j < g; ++j) {
-                const kc_node *root = nodes + roots[t0 + j];
-                at[j] = skip_root ? root->child[!zero_side[t0 + j]] : roots[t0 + j];
+                tree[j] = nodes + roots[t0 + j];
+                at[j] = skip_root ? tree[j]->left + !zero_side[t0 + j] : 0;
                 if (depths[t0 + j] > deepest) deepest = depths[t0 + j];
             }
             /* a leaf steps to itself: the walk ends when no tree of the group moved */
             for (int32_t level = (int32_t)skip_root, moved = 1; level < deepest && moved; ++level) {
                 moved = 0;
                 for (int64_t j = 0; j < g; ++j) {
-                    const kc_node *node = nodes + at[j];
-                    const int64_t next = node->child[kc_right(node, xr[KC_FEATURE(node) * col_stride])];
+                    const kc_node *node = tree[j] + at[j];
+                    const int64_t next = kc_step(node, xr[KC_FEATURE(node) * col_stride]);
                     moved |= next != at[j];
                     at[j] = next;
                 }
             }
-            for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)nodes[at[j]].value;
+            for (int64_t j = 0; j < g; ++j) o[outputs[t0 + j]] += (double)tree[j][at[j]].value;
         }
         t = stop;
     }
@@ -113,20 +119,20 @@ void kc_forest_predict(const float *x, int64_t rows, int64_t row_stride, int64_t
                     }
                 }
                 const int skip_root = zero_side[t] >= 0 && run_side == 1;
-                const kc_node *root = nodes + roots[t];
-                const int64_t start = skip_root ? root->child[!zero_side[t]] : roots[t];
+                const kc_node *tree = nodes + roots[t];
+                const int64_t start = skip_root ? tree->left + !zero_side[t] : 0;
                 for (int64_t r = 0; r < n; ++r) at[r] = start;
                 for (int32_t level = skip_root, moved = 1; level < depths[t] && moved; ++level) {
                     moved = 0;
                     for (int64_t r = 0; r < n; ++r) {
-                        const kc_node *node = nodes + at[r];
-                        const int64_t next = node->child[kc_right(node, xb[r * row_stride + KC_FEATURE(node) * col_stride])];
+                        const kc_node *node = tree + at[r];
+                        const int64_t next = kc_step(node, xb[r * row_stride + KC_FEATURE(node) * col_stride]);
                         moved |= next != at[r];
                         at[r] = next;
                     }
                 }
                 const int64_t o = outputs[t];
-                for (int64_t r = 0; r < n; ++r) ob[r * n_outputs + o] += (double)nodes[at[r]].value;
+                for (int64_t r = 0; r < n; ++r) ob[r * n_outputs + o] += (double)tree[at[r]].value;
                 ++t;
             }
         }
