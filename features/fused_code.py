@@ -9,7 +9,9 @@ generated with ``benchmark_kernel=True``, a ``get_args()`` with every argument's
 The op graph of a kernel: one node per statement of the body that computes a value (load, arithmetic, math,
 reduction, store, ...), an edge from each ``tmp`` a statement reads to the statement. Node classes are
 ``NODE_CLASSES``; ``node_features`` turns a node into numbers (class one-hot, inside the reduction loop, element
-bytes, broadcast load, index arithmetic).
+bytes, broadcast load, index arithmetic, and the bytes one aligned vector access of a load or store moves: Triton
+vectorizes only where the index's contiguity and alignment allow, and a bf16 copy at 2-4 bytes a lane streams far
+slower than at 16).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8e4nv": 1, "fp8e5": 1, "i64": 8, "i32": 4, "i16": 2,
                "i8": 1, "u8": 1, "i1": 1}  # fmt: skip
@@ -44,6 +46,7 @@ class Node:
     broadcast: bool = False  # a load indexed by fewer index variables than the kernel's stores
     index_ops: int = 0  # // and % in a load's or store's index expression
     strided: bool = False  # a load or store whose index has no unit-stride term in the fastest-moving variable
+    vector: int = 0  # loads and stores: elements one lane can move as one aligned access (``vector_elems``)
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,76 @@ def _strided(index: str, fast: set[str]) -> bool:
     return not any(t.strip("() ") in fast for t in terms)
 
 
+VECTOR_CAP = 1 << 10  # elements; an access with no lane-varying term (the same address on every lane) gets this
+_AXES = {"xindex": "x", "r0_index": "r", "yindex": "y"}
+_AXIS_DEF = re.compile(r"\(*\s*(xindex|r0_index|yindex)\s*(?:(//|%)\s*(\d+))?\s*\)*\s*(?:%\s*(\d+)\s*\)*)?")
+_TERM = re.compile(r"^(?:(-?\d+)\*)?([a-z]\w*)(?:\*(-?\d+))?$")
+
+
+def _pow2(n: int) -> int:
+    """The largest power of two dividing ``n`` (VECTOR_CAP for 0)."""
+    n = abs(n)
+    return min(n & -n, VECTOR_CAP) if n else VECTOR_CAP
+
+
+def index_axis(expr: str) -> tuple[str | None, int, int]:
+    """(block axis, contiguity, constancy) of an index variable's definition, bounded as Triton's axis analysis
+    would: ``xindex`` (x, cap, 1), ``xindex % M`` (x, 2^v(M), 1), ``xindex // D`` or ``(xindex // D) % M``
+    (x, 1, 2^v(D)) with 2^v(n) the largest power of two dividing n; anything else (None, 1, 1)."""
+    m = _AXIS_DEF.fullmatch(expr.strip())
+    if m is None:
+        return None, 1, 1
+    axis, op, n, mod = _AXES[m[1]], m[2], m[3], m[4]
+    if op is None:
+        return axis, (VECTOR_CAP if mod is None else _pow2(int(mod))), 1
+    if op == "%":
+        return (axis, _pow2(int(n)), 1) if mod is None else (None, 1, 1)
+    return axis, 1, _pow2(int(n))
+
+
+def vector_elems(index: str, axes: dict[str, tuple[str | None, int, int]]) -> int:
+    """Elements one lane can load or store as one aligned vector at ``index`` (a sum of terms ``c*var`` and
+    constants): along the best block axis, its unit-coefficient term's contiguity, bounded by the constancy of the
+    axis's other terms and by the power of two dividing every other coefficient and constant. 1 when a term is not
+    understood or the axis's variable has a stride; VECTOR_CAP when no term varies along a block axis."""
+    text = index.replace("(", "").replace(")", "").replace(" ", "")
+    terms = []
+    for t in filter(None, re.split(r"\+", text.replace("-", "+-"))):
+        if re.fullmatch(r"-?\d+", t):
+            terms.append((None, 1, VECTOR_CAP, int(t)))
+            continue
+        m = _TERM.match(t)
+        if m is None:
+            return 1
+        axis, c, k = (_AXES[m[2]], VECTOR_CAP, 1) if m[2] in _AXES else axes.get(m[2], (None, 1, 1))
+        if axis is None:
+            return 1
+        terms.append((axis, c, k, int(m[1] or m[3] or 1)))
+    best = 0
+    for a in {t[0] for t in terms if t[0] is not None}:
+        contig, bound = 0, VECTOR_CAP
+        for axis, c, k, coef in terms:
+            if axis != a:  # a constant or another axis's term: the same on this axis's lanes
+                bound = min(bound, _pow2(coef))
+            elif c > 1 and abs(coef) == 1:
+                contig = max(contig, c)
+            elif c > 1:  # this axis's fast variable with a stride
+                contig = 0
+                break
+            else:
+                bound = min(bound, k, _pow2(coef))
+        best = max(best, min(contig, bound))
+    return max(best, 1) if any(t[0] for t in terms) else VECTOR_CAP
+
+
+def _masked_vector(vector: int, args: str, numel: dict[str, int]) -> int:
+    """A vector under the block's bounds mask is also bounded by the power of two dividing that bound."""
+    for var, prefix in (("xmask", "x"), ("r0_mask", "r0_"), ("ymask", "y")):
+        if re.search(rf"\b{var}\b", args) and prefix in numel:
+            vector = min(vector, _pow2(numel[prefix]))
+    return vector
+
+
 def parse_kernel(name: str, source: str) -> TritonKernel:
     """A Triton kernel's facts and op graph from its source (as ``kernel_sources`` returns it)."""
     deco = re.search(r"@triton_heuristics\.(\w+)\(", source)
@@ -202,6 +275,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
     xnumel, rnumel = numel.get("x", 1) * numel.get("y", 1), numel.get("r0_", 1)
     # index variables: x0 = xindex % 128 -> its // and % count
     index_defs: dict[str, int] = {}
+    axes: dict[str, tuple[str | None, int, int]] = {}
     fast: set[str] = set()
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
@@ -226,7 +300,8 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
             idx_vars = _index_vars(index)
             store_vars |= idx_vars
             ops = index.count("//") + index.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
-            nodes.append(Node("store", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast)))
+            vec = _masked_vector(vector_elems(index, axes), args.split(",", 1)[-1], numel)
+            nodes.append(Node("store", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast), vec))
             for dep in _TMP.findall(args):
                 if dep in where:
                     edges.append((where[dep], len(nodes) - 1))
@@ -236,6 +311,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
         target, expr = m[1], m[2]
         if re.fullmatch(r"x\d+|r\d+_\d+|y\d+", target):
             index_defs[target] = expr.count("//") + expr.count("%")
+            axes[target] = index_axis(expr)
             if _fast(expr):
                 fast.add(target)
             continue
@@ -248,7 +324,8 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
             index = args.split(",")[0].split(" + ", 1)[-1] if " + " in args.split(",")[0] else ""
             idx_vars = _index_vars(index)
             ops = index.count("//") + index.count("%") + sum(index_defs.get(v, 0) for v in idx_vars)
-            nodes.append(Node("load", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast)))
+            vec = _masked_vector(vector_elems(index, axes), args.split(",", 1)[-1], numel)
+            nodes.append(Node("load", in_loop, _ptr_bytes(signature, ptr), False, ops, _strided(index, fast), vec))
             pending_loads.append((len(nodes) - 1, idx_vars))
         else:
             if cls == "other" and not _TMP.search(expr) and _index_vars(expr):
@@ -259,8 +336,7 @@ def parse_kernel(name: str, source: str) -> TritonKernel:
                 edges.append((where[dep], len(nodes) - 1))
         where[target] = len(nodes) - 1
     for i, idx_vars in pending_loads:  # broadcast: indexed by fewer variables than the stores
-        n = nodes[i]
-        nodes[i] = Node(n.cls, n.in_loop, n.elem_bytes, len(idx_vars) < len(store_vars), n.index_ops, n.strided)
+        nodes[i] = replace(nodes[i], broadcast=len(idx_vars) < len(store_vars))
     read, write, biggest = _arg_bytes(source, signature)
     names = list(signature)
     divisible = {names[i] for i in _divisible(source) if i < len(names)}
@@ -355,13 +431,15 @@ def triton_kernels(code: str) -> dict[str, TritonKernel]:
 
 
 def node_features(node: Node) -> list[float]:
-    """A node as numbers: class one-hot, then in-loop, element bytes / 4, broadcast, strided, log2(1 + index ops)."""
+    """A node as numbers: class one-hot, then in-loop, element bytes / 4, broadcast, strided, log2(1 + index ops),
+    and for loads and stores log2 of the bytes one aligned vector access moves (up to 16) / 4."""
     onehot = [float(node.cls == c) for c in NODE_CLASSES]
     tail = [float(node.in_loop), node.elem_bytes / 4.0, float(node.broadcast), float(node.strided)]
-    return [*onehot, *tail, math.log2(1 + node.index_ops)]
+    vector = min(node.vector * node.elem_bytes, 16)
+    return [*onehot, *tail, math.log2(1 + node.index_ops), math.log2(vector) / 4 if vector else 0.0]
 
 
-NODE_FEATURES = len(NODE_CLASSES) + 5
+NODE_FEATURES = len(NODE_CLASSES) + 6
 HINTS = ("none", "INNER", "OUTER", "OUTER_TINY", "DEFAULT")
 
 

@@ -53,7 +53,15 @@ _NAME = re.compile(r"^def (\w+)\(", re.M)
 
 def node_feature_names() -> list[str]:
     """What each column of a node's input means (``fused_code.node_features`` order)."""
-    return [*(f"cls={c}" for c in NODE_CLASSES), "in_loop", "elem_bytes/4", "broadcast", "strided", "log2_index_ops"]
+    return [
+        *(f"cls={c}" for c in NODE_CLASSES),
+        "in_loop",
+        "elem_bytes/4",
+        "broadcast",
+        "strided",
+        "log2_index_ops",
+        "log2_vector_bytes/4",
+    ]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -59,6 +59,40 @@ def test_parse_every_kernel_of_a_compiled_layer(layer_task):
     assert any(n.cls == "store" for n in norm.nodes)
 
 
+def test_vector_width_of_an_access():
+    """Hand-worked index expressions (the forms Inductor writes): a unit-stride term's contiguity bounded by the
+    other terms' constancy and the powers of two dividing their coefficients and constants."""
+    axes = {
+        "x0": fused_code.index_axis("(xindex % 128)"),
+        "x1": fused_code.index_axis("((xindex // 128) % 2049)"),
+        "x2": fused_code.index_axis("xindex // 262272"),
+        "x3": fused_code.index_axis("xindex"),
+        "x5": fused_code.index_axis("(xindex % 4091)"),
+        "r0_1": fused_code.index_axis("r0_index"),
+    }
+    assert axes["x0"] == ("x", 128, 1) and axes["x1"] == ("x", 1, 128) and axes["x5"] == ("x", 1, 1)
+    assert fused_code.vector_elems("(x0 + 128*(x1) + 262144*x2)", axes) == 128
+    assert fused_code.vector_elems("(128*x2 + ((-64) + x0))", axes) == 64
+    assert fused_code.vector_elems("(x5 + 4091*x2)", axes) == 1  # an odd row length: no vector
+    assert fused_code.vector_elems("(2*x3)", axes) == 1  # strided
+    assert fused_code.vector_elems("(1 + 2*x3)", axes) == 1
+    assert fused_code.vector_elems("(r0_1 + 4096*x3)", axes) == fused_code.VECTOR_CAP  # along r0; x rows constant
+    assert fused_code.vector_elems("(x2)", axes) == 1  # no unit-stride term: lanes share addresses, no vector
+    assert fused_code.vector_elems("(0)", axes) == fused_code.VECTOR_CAP  # one address for every lane
+
+
+def test_vector_width_in_committed_kernels(layer_task):
+    """The layer's kernels (model sizes, 128-element heads) vector every access to 16 bytes; a random graph's kernel
+    with an odd xnumel under its mask does not."""
+    kernels = fused_code.triton_kernels(layer_task.code)
+    widths = {min(n.vector * n.elem_bytes, 16) for k in kernels.values() for n in k.nodes if n.cls in ("load", "store")}
+    assert widths == {16}
+    source = pq.read_table(FUSED.format("train"), columns=["code", "xnumel"]).to_pandas()
+    odd = source[(source.xnumel % 2 == 1) & source.code.str.contains("xmask)", regex=False)].code.iloc[0]
+    kernel = fused_code.parse_kernel(odd.split("def ", 1)[1].split("(", 1)[0], odd)
+    assert any(n.vector == 1 for n in kernel.nodes if n.cls in ("load", "store"))
+
+
 def test_warm_bytes_follow_the_wrapper(layer_task):
     warm = fused_code.warm_bytes(layer_task.code, 50e6)
     order = [k[0] for k in json.loads(layer_task.kernels) if k[0].startswith("triton_")]
