@@ -133,6 +133,11 @@ def _ratio(path: Path, key: str, expr: str, table: dict) -> float:
     return value
 
 
+#: (sweep file, its mtime, config key) -> the tables its blocks hold for that key: an excluded sweep's pools are
+#: drawn once per process, not again for every sweep that excludes it (nested exclusions made that exponential)
+_SWEEP_TABLES: dict[tuple[str, int, str], frozenset] = {}
+
+
 def _excluded_tables(path: Path, key: str, names: Any, stack: tuple[str, ...]) -> set:
     """The ``key`` tables of sweeps ``names``: their seeded pools, their lists and single tables."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -141,18 +146,28 @@ def _excluded_tables(path: Path, key: str, names: Any, stack: tuple[str, ...]) -
     for name in names:
         if name in stack:
             raise _err(path, f"{key}.pool_exclude", names, f"sweeps that do not exclude each other ({name} does)")
-        other, data = _load(name)
-        for kind in ("grid", "random"):
-            for block in data.get(kind, []):
-                value = block.get(key)
-                if isinstance(value, dict) and "pool" in value:
-                    if not isinstance(value.get("pool_seed"), int):
-                        raise _err(other, f"{key}.pool_seed", value.get("pool_seed"), "an integer (it is excluded)")
-                    tables = _pool(other, key, value, random.Random(value["pool_seed"]), (*stack, name))
-                else:
-                    tables = [t for t in (value if isinstance(value, list) else [value]) if isinstance(t, dict)]
-                out.update(tuple(sorted(t.items())) for t in tables)
+        out.update(_sweep_tables(name, key, stack))
     return out
+
+
+def _sweep_tables(name: str, key: str, stack: tuple[str, ...]) -> frozenset:
+    other, data = _load(name)
+    ident = (str(other), other.stat().st_mtime_ns, key)
+    if ident in _SWEEP_TABLES:
+        return _SWEEP_TABLES[ident]
+    out: set = set()
+    for kind in ("grid", "random"):
+        for block in data.get(kind, []):
+            value = block.get(key)
+            if isinstance(value, dict) and "pool" in value:
+                if not isinstance(value.get("pool_seed"), int):
+                    raise _err(other, f"{key}.pool_seed", value.get("pool_seed"), "an integer (it is excluded)")
+                tables = _pool(other, key, value, random.Random(value["pool_seed"]), (*stack, name))
+            else:
+                tables = [t for t in (value if isinstance(value, list) else [value]) if isinstance(t, dict)]
+            out.update(tuple(sorted(t.items())) for t in tables)
+    _SWEEP_TABLES[ident] = frozenset(out)
+    return _SWEEP_TABLES[ident]
 
 
 def _pool(path: Path, key: str, spec: dict, rng: random.Random, stack: tuple[str, ...] = ()) -> list:
