@@ -158,7 +158,9 @@ def shape_picks(rows: pd.DataFrame, op: str, predictor: str = "auto") -> pd.Data
                 "shape": _key({k: v for k, v in desc.items() if k not in ("gpu", "op", "backend")}),
                 "configs": len(times),
                 "best_us": best,
-                "best_rank": order.index(times.idxmin()) + 1,
+                # rank_configs drops candidates it judges not to fit (a spill estimate); a measured best among
+                # those ranks after every ranked config
+                "best_rank": order.index(times.idxmin()) + 1 if times.idxmin() in order else len(order) + 1,
                 **{f"{m}_regret": t / best for m, t in picks.items()},
             }
         )
