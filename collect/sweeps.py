@@ -151,10 +151,11 @@ def _excluded_tables(path: Path, key: str, names: Any, stack: tuple[str, ...]) -
 
 
 def _sweep_tables(name: str, key: str, stack: tuple[str, ...]) -> frozenset:
-    other, data = _load(name)
-    ident = (str(other), other.stat().st_mtime_ns, key)
-    if ident in _SWEEP_TABLES:
+    path = SWEEP_DIR / f"{name}.toml"
+    ident = (str(path), path.stat().st_mtime_ns, key) if path.is_file() else None
+    if ident in _SWEEP_TABLES:  # a hit neither reads nor parses the file
         return _SWEEP_TABLES[ident]
+    other, data = _load(name)  # a name that is no sweep raises here, with the list of sweeps
     out: set = set()
     for kind in ("grid", "random"):
         for block in data.get(kind, []):

@@ -143,7 +143,7 @@ def shape_picks(rows: pd.DataFrame, op: str, predictor: str = "auto") -> pd.Data
     for (desc, times), fixed in zip(shapes, loo):
         ranked = rank_configs(desc, candidates=[json.loads(c) for c in times.index], predictor=predictor)
         order = [_key(c) for c in ranked["config"]]
-        best = times.min()
+        best, best_config = times.min(), times.idxmin()
         picks = {
             "kernelcast_top1": times[order[0]],
             f"kernelcast_top{TOP_K}_autotune": times[order[:TOP_K]].min(),
@@ -160,7 +160,7 @@ def shape_picks(rows: pd.DataFrame, op: str, predictor: str = "auto") -> pd.Data
                 "best_us": best,
                 # rank_configs drops candidates it judges not to fit (a spill estimate); a measured best among
                 # those ranks after every ranked config
-                "best_rank": order.index(times.idxmin()) + 1 if times.idxmin() in order else len(order) + 1,
+                "best_rank": order.index(best_config) + 1 if best_config in order else len(order) + 1,
                 **{f"{m}_regret": t / best for m, t in picks.items()},
             }
         )
