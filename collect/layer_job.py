@@ -5,7 +5,8 @@ Three measurements, one JSON-lines file each under ``--out``:
 * ``layers.jsonl``: eager decoder layers of real models (``features/layers.py``: the same call ``predict_module``
   predicts), prefill and decode with a KV cache, each call preceded by the L2 flush and a synchronize. Per call:
   device time (sum of its kernels, CUPTI), span (first kernel start to last kernel end: the host launch path shows
-  here) and, replayed as a CUDA graph, the same two. The kernels (name, µs) of the median eager call are kept.
+  here) and, replayed as a CUDA graph, the same two. The kernels (name, µs) of the median eager call are kept, and
+  beside each eager repeat the host's speed at that moment (``host_probe``: µs to issue one small eager op).
 * ``launch.jsonl``: N back-to-back calls of one small op, eager and as a CUDA graph: span / N is the per-kernel
   issue interval when the host is the bottleneck; device time / N the kernel itself.
 * ``sdpa.jsonl``: which SDPA backend torch picks for attention shapes (the kernel names it launches).
@@ -27,6 +28,8 @@ from pathlib import Path
 from kernelcast.collect.timers import KernelEvent, _separators, _trace_events, split_segments
 
 REPEATS = 8
+#: back-to-back issues of one small op that make one host-speed probe (about 1 ms)
+PROBE_LAUNCHES = 64
 #: (model, tp, phase, batch, seq, context): prefill fills an empty cache, decode adds 1 token to `context`
 POINTS_PREFILL = ((1, 128), (1, 512), (1, 2048), (4, 1024), (1, 8192), (2, 333))
 POINTS_DECODE = ((1, 512), (8, 2048), (32, 1024), (64, 4096), (128, 512), (16, 8191))
@@ -56,8 +59,25 @@ def _summary(seg: list[KernelEvent]) -> tuple[float, float]:
     return device, span
 
 
-def time_calls(fns: Sequence[Callable[[], object]], repeats: int = REPEATS) -> list[list[list[KernelEvent]]]:
-    """Each fn called ``repeats`` times after a warm-up, each call between an L2 flush + sync and an end marker."""
+def host_probe(buf, n: int = PROBE_LAUNCHES) -> float:
+    """µs the host takes to issue one small eager op (``buf.add_(1)``: Python, the dispatcher, one kernel launch), over
+    ``n`` back-to-back issues on an idle GPU. The host's speed moves (the H200 host ran at two, ~1.75x apart, within
+    one point's repeats: benchmarks/RESULTS.md §24), and a launch-bound layer's span moves with it."""
+    import torch
+
+    t = time.perf_counter()
+    for _ in range(n):
+        buf.add_(1.0)
+    dt = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return dt / n * 1e6
+
+
+def time_calls(
+    fns: Sequence[Callable[[], object]], repeats: int = REPEATS, between: Callable[[], object] | None = None
+) -> list[list[list[KernelEvent]]]:
+    """Each fn called ``repeats`` times after a warm-up, each call between an L2 flush + sync and an end marker;
+    ``between()`` runs after each call's end marker (its kernels belong to no call)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -73,6 +93,8 @@ def time_calls(fns: Sequence[Callable[[], object]], repeats: int = REPEATS) -> l
                 fn()
                 end()
                 torch.cuda.synchronize()
+                if between is not None:
+                    between()
     segs = [calls[0] for calls in split_segments(_trace_events(prof))]  # each call is flushed and ended on its own
     if len(segs) != len(fns) * repeats:
         raise RuntimeError(f"trace holds {len(segs)} calls for {len(fns) * repeats} issued")
@@ -133,6 +155,7 @@ def run_layers(out: Path, budget_s: float, t0: float) -> None:
             print(f"layers: budget spent, {name} tp{tp} and later not run", flush=True)
             return
         model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+        probe_buf = torch.zeros(1, device="cuda")
         for p in pts:
             row = dict(p)
             try:
@@ -143,8 +166,14 @@ def run_layers(out: Path, budget_s: float, t0: float) -> None:
                         call.fn(*call.args, **call.kwargs)
                         call.after()
 
-                    (segs,) = time_calls([eager])
+                    probes: list[float] = []
+
+                    def probe(probes=probes, buf=probe_buf):
+                        probes.append(host_probe(buf))
+
+                    (segs,) = time_calls([eager], between=probe)
                     row["eager"] = _stats(segs)
+                    row["eager"]["host_probe_us"] = [round(x, 3) for x in probes[-REPEATS:]]
                     med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
                     row["eager"]["kernel_list"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
                     try:
