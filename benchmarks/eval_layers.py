@@ -1,11 +1,13 @@
 """Whole eager decoder layers: kernelcast's ``predict_module`` against the H200 measurements (issue 14's validation
-set, ``datasets/layers/kernelcast_h200_sxm_20261201_layers.jsonl``: 8 models, prefill and decode, eager and CUDA
-graph, CUPTI device time and span with the L2 flushed before each call).
+set, ``datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl``: 8 models, prefill and decode, eager and CUDA
+graph, CUPTI device time and span with the L2 flushed before each call, a host-speed probe beside each repeat).
 
 Each measured point is rebuilt on meta tensors with the same harness the collector used (``features/layers.py``),
 predicted on the CPU, and compared: device time (sum of kernels), eager wall span, CUDA-graph span, kernel count.
 The host constants of ``graphs/host.py`` were fitted on the FIT models only (``--fit`` refits and prints them); the
-table reports both halves. Prints a table and writes benchmarks/results/eval_layers.json.
+table reports both halves. The eager wall span is predicted with each point's measured host probe (median of its
+repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
+Prints a table and writes benchmarks/results/eval_layers.json.
 
     python benchmarks/eval_layers.py [--fit]
 """
@@ -29,7 +31,7 @@ from kernelcast.graphs.predict import in_sequence, kernel_table, op_steps, predi
 from kernelcast.training.evaluate import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261201_layers.jsonl"
+DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: models whose eager spans fitted graphs/host.py's constants; the rest are held out
 FIT = ("llama3_8b", "qwen2_5_7b", "mixtral_8x7b", "deepseek_v3")
@@ -46,7 +48,8 @@ def predictions() -> list[dict]:
             models[key] = layers.build_model(layers.shard(layers.load_config(r["model"]), r["tp"]))
         call = layers.layer_call(models[key], r["phase"], r["batch"], r["seq"], r["context"])
         cap = capture(call.fn, call.args, call.kwargs)
-        eager = predict_capture(cap, "H200")
+        probe = statistics.median(r["eager"]["host_probe_us"])
+        eager = predict_capture(cap, "H200", host_probe_us=probe)
         table, fams, _ = kernel_table(cap, "H200")
         lat = table["latency_us"].where(table["model"] != "unmapped", 0.0).astype(float)
         graph = predict_capture(cap, "H200", cuda_graph=True)
@@ -58,7 +61,9 @@ def predictions() -> list[dict]:
                 "measured_graph_span_us": statistics.median(r["graph"]["span_us"]) if "graph" in r else None,
                 "measured_kernels": r["eager"]["kernels"],
                 "device_us": eager.device_us,
+                "host_probe_us": probe,
                 "wall_us": eager.wall_us,
+                "nominal_wall_us": predict_capture(cap, "H200").wall_us,
                 "graph_wall_us": graph.wall_us,
                 "kernels": int((eager.kernels["model"] != "unmapped").sum()),
                 "unmapped": int((eager.kernels["model"] == "unmapped").sum()),
@@ -97,15 +102,26 @@ def fit_l2(rows: list[dict]) -> None:
 
 def fit(rows: list[dict]) -> None:
     """Grid search of the host constants over the FIT models' eager spans: ``OP_US`` per op that launches nothing and
-    one scale on every family's ``KERNEL_US``, minimising the median APE (kernel predictions fixed)."""
+    one scale on every family's ``KERNEL_US``, minimising the median APE (kernel predictions fixed), each point's host
+    costs scaled by its probe over ``REFERENCE_PROBE_US`` (set first: the FIT points' median probe)."""
     import itertools
 
     fit_rows = [r for r in rows if r["model"] in FIT]
+    host.REFERENCE_PROBE_US = round(float(np.median([r["host_probe_us"] for r in fit_rows])), 2)
     best = None
     for op_us, s in itertools.product(np.arange(0.0, 10.01, 0.25), np.arange(0.5, 3.01, 0.05)):
         err = [
             abs(
-                host.timeline([(op_us if f is None else BASE_KERNEL_US.get(f, 12.0) * s, k) for f, k in r["_steps"]])
+                host.timeline(
+                    [
+                        (
+                            host.host_speed(r["host_probe_us"])
+                            * (op_us if f is None else BASE_KERNEL_US.get(f, 12.0) * s),
+                            k,
+                        )
+                        for f, k in r["_steps"]
+                    ]
+                )
                 / r["measured_span_us"]
                 - 1
             )
@@ -115,7 +131,8 @@ def fit(rows: list[dict]) -> None:
         if best is None or score < best[0]:
             best = (score, float(op_us), float(s))
     print(
-        f"fit on {', '.join(FIT)}: OP_US={best[1]:.2f}, KERNEL_US x{best[2]:.2f} (median APE {best[0]:.1%}); "
+        f"fit on {', '.join(FIT)}: REFERENCE_PROBE_US={host.REFERENCE_PROBE_US}, OP_US={best[1]:.2f}, "
+        f"KERNEL_US x{best[2]:.2f} (median APE {best[0]:.1%}); "
         f"KERNEL_US = {{{', '.join(f'{k!r}: {v * best[2]:.1f}' for k, v in BASE_KERNEL_US.items())}}}"
     )
     host.OP_US = best[1]
@@ -140,7 +157,8 @@ def main(argv=None) -> int:
         fit_l2(rows)
         fit(rows)
         for r in rows:
-            r["wall_us"] = predict_capture(r["_cap"], "H200").wall_us
+            r["wall_us"] = predict_capture(r["_cap"], "H200", host_probe_us=r["host_probe_us"]).wall_us
+            r["nominal_wall_us"] = predict_capture(r["_cap"], "H200").wall_us
             r["graph_wall_us"] = predict_capture(r["_cap"], "H200", cuda_graph=True).wall_us
     table = []
     for name, sel in (
@@ -152,6 +170,7 @@ def main(argv=None) -> int:
         for phase in ("prefill", "decode", "both"):
             s = [r for r in sub if phase == "both" or r["phase"] == phase]
             dev, wall = _m(s, "measured_device_us", "device_us"), _m(s, "measured_span_us", "wall_us")
+            nominal = _m(s, "measured_span_us", "nominal_wall_us")
             graph = _m(s, "measured_graph_span_us", "graph_wall_us")
             cover = np.mean([r["low_us"] <= r["measured_device_us"] <= r["high_us"] for r in s])
             table.append(
@@ -162,17 +181,21 @@ def main(argv=None) -> int:
                     "device_median_ape": dev["median_ape"],
                     "device_p90_ape": dev["p90_ape"],
                     "wall_median_ape": wall["median_ape"],
+                    "wall_p90_ape": wall["p90_ape"],
+                    "nominal_wall_median_ape": nominal["median_ape"],
                     "graph_median_ape": graph["median_ape"],
                     "interval_coverage": float(cover),
                 }
             )
     print(
-        f"{'models':<16}{'phase':<9}{'n':>4}  {'device med/p90':>15}  {'eager wall med':>15}  {'graph med':>10}  cover"
+        f"{'models':<16}{'phase':<9}{'n':>4}  {'device med/p90':>15}  {'wall med/p90 (probe)':>21}  "
+        f"{'wall, no probe':>14}  {'graph med':>10}  cover"
     )
     for t in table:
         print(
             f"{t['models']:<16}{t['phase']:<9}{t['n']:>4}  {t['device_median_ape']:>6.1%} / {t['device_p90_ape']:>5.1%}"
-            f"  {t['wall_median_ape']:>15.1%}  {t['graph_median_ape']:>10.1%}  {t['interval_coverage']:.0%}"
+            f"  {t['wall_median_ape']:>12.1%} / {t['wall_p90_ape']:>5.1%}  {t['nominal_wall_median_ape']:>14.1%}"
+            f"  {t['graph_median_ape']:>10.1%}  {t['interval_coverage']:.0%}"
         )
     per_model = {}
     for r in rows:
@@ -189,7 +212,11 @@ def main(argv=None) -> int:
     OUT.write_text(
         json.dumps(
             {
-                "host": {"OP_US": host.OP_US, "KERNEL_US": host.KERNEL_US},
+                "host": {
+                    "OP_US": host.OP_US,
+                    "KERNEL_US": host.KERNEL_US,
+                    "REFERENCE_PROBE_US": host.REFERENCE_PROBE_US,
+                },
                 "l2_writeback": gp.L2_WRITEBACK,
                 "table": table,
                 "points": rows,

@@ -66,6 +66,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 tp=args.tp,
                 cuda_graph=args.cuda_graph,
                 routing=_routing(args.routing),
+                host_probe_us=args.host_probe_us,
             )
             out.append(_mapped(p))
     if args.json:
@@ -108,6 +109,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
                 context=args.context,
                 tp=args.tp,
                 cuda_graph=args.cuda_graph,
+                host_probe_us=args.host_probe_us,
             )
             for kind, wp in _mapped(p).layers.items():
                 rows.append(
@@ -277,6 +279,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
     p.add_argument("--kernels", action="store_true", help="also print each layer kind's kernel table")
     p.add_argument(
+        "--host-probe-us",
+        type=float,
+        default=None,
+        help="your host's speed: µs to issue one small eager op (kernelcast.collect.layer_job.host_probe); "
+        "default the reference H200 host's",
+    )
+    p.add_argument(
         "--routing",
         default="balanced",
         help="MoE routing: balanced, power_law_<alpha>, or a JSON list of per-expert row counts (tokens x top_k)",
@@ -292,6 +301,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--gpus", default="H200,B200,MI300X")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
     p.add_argument("--cuda-graph", action="store_true")
+    p.add_argument(
+        "--host-probe-us",
+        type=float,
+        default=None,
+        help="your host's speed: µs to issue one small eager op (kernelcast.collect.layer_job.host_probe); "
+        "default the reference H200 host's",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_layer)
     p = sub.add_parser("fusion", help="one decoder layer eager vs torch.compile: fused kernels, what they replace")

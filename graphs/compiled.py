@@ -295,7 +295,9 @@ def _sdpa(fn: str, op: str, args, kwargs, gpu: str, region) -> Launch:
     return Launch(fn, f"aten.{op}", "attention", desc, *region, note=note)
 
 
-def predict_codes(codes: list[str], gpu: str, cuda_graph: bool = False) -> WorkloadPrediction:
+def predict_codes(
+    codes: list[str], gpu: str, cuda_graph: bool = False, host_probe_us: float | None = None
+) -> WorkloadPrediction:
     """The compiled call's prediction from Inductor's output codes (one per compiled graph, run in order)."""
     gpu = get_gpu(gpu).name
     rows = []
@@ -331,14 +333,16 @@ def predict_codes(codes: list[str], gpu: str, cuda_graph: bool = False) -> Workl
             "compiled calls (in sequence) and are used as predicted"
         )
     table.loc[~mapped, "model"] = "unmapped"
-    return _compose(table, gpu, cuda_graph, notes)
+    return _compose(table, gpu, cuda_graph, notes, host.host_speed(host_probe_us))
 
 
-def _compose(table: pd.DataFrame, gpu: str, cuda_graph: bool, notes: list[str]) -> WorkloadPrediction:
+def _compose(
+    table: pd.DataFrame, gpu: str, cuda_graph: bool, notes: list[str], speed: float = 1.0
+) -> WorkloadPrediction:
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
     device = float(lat.sum())
-    steps = [(host.compiled_host_us(f), [v] if k else []) for f, v, k in zip(table["family"], lat, ok)]
+    steps = [(host.compiled_host_us(f, speed), [v] if k else []) for f, v, k in zip(table["family"], lat, ok)]
     wall = host.timeline(steps, cuda_graph)
     table["share"] = lat / device if device > 0 else 0.0
     table = table.reindex(columns=list(COMPILE_COLUMNS))

@@ -7,17 +7,26 @@ kernels are launch-bound. Inside a real layer each op also pays the model's Pyth
 ``OP_US`` is that cost per aten op that launches nothing, ``KERNEL_US`` per op that launches a kernel, fitted on
 four of the eight measured models' eager layers and checked on the other four (``benchmarks/eval_layers.py``).
 Under a CUDA graph the host is out of the loop: kernels follow each other with ``GRAPH_GAP_US`` between them.
+
+The host's own speed moves: the H200 host ran at two speeds ~1.75x apart, even between repeats of one point. Every
+measured layer repeat carries a host-speed probe (``collect/layer_job.py``'s ``host_probe``: µs to issue one small
+eager op); the constants hold at ``REFERENCE_PROBE_US``, and a host whose probe reads ``p`` pays ``p /
+REFERENCE_PROBE_US`` times every host cost (``host_speed``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 #: host µs per captured aten op that launches no kernel (views, allocations: Python and dispatcher only)
-OP_US = 6.75
+OP_US = 3.0
 #: host µs per aten op that launches kernels, by the family of its first kernel: the probe's per-op costs (gemm 21,
-#: attention 32, elementwise 12, reduction 14, copy 13, moe 25) times 2.85, the layer fit (Python modules, hooks)
-KERNEL_US = {"gemm": 59.9, "attention": 91.2, "elementwise": 34.2, "reduction": 39.9, "copy": 37.1, "moe": 71.3}
+#: attention 32, elementwise 12, reduction 14, copy 13, moe 25) times 2.05, the layer fit (Python modules, hooks)
+KERNEL_US = {"gemm": 43.1, "attention": 65.6, "elementwise": 24.6, "reduction": 28.7, "copy": 26.7, "moe": 51.3}
+#: the host-speed probe reading (µs per small eager op) at which OP_US and KERNEL_US hold: the median over the fit
+#: models' measured layer points (datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl)
+REFERENCE_PROBE_US = 11.88
 #: device-side gap between consecutive kernels of a CUDA graph replay (graph span - device time) / kernels
 GRAPH_GAP_US = 0.55
 
@@ -29,14 +38,32 @@ COMPILED_KERNEL_US = {"gemm": 21.0, "attention": 32.0, "fused": 12.0, "elementwi
                       "copy": 13.0, "moe": 25.0}  # fmt: skip
 
 
-def compiled_host_us(family: str | None) -> float:
-    """Host cost of one launch of a compiled call (an unmapped launch as a fused one)."""
-    return COMPILED_KERNEL_US.get(family or "fused", COMPILED_KERNEL_US["fused"])
+def host_speed(host_probe_us: float | None) -> float:
+    """The factor on every host cost for a host whose probe reads ``host_probe_us`` (None: the reference host, 1)."""
+    if host_probe_us is None:
+        return 1.0
+    if (
+        isinstance(host_probe_us, bool)
+        or not isinstance(host_probe_us, (int, float))
+        or not (math.isfinite(host_probe_us) and host_probe_us > 0)
+    ):
+        raise ValueError(
+            "host_probe_us must be a positive number of µs (kernelcast.collect.layer_job.host_probe on the GPU host; "
+            f"None for the reference host, {REFERENCE_PROBE_US} µs); got {host_probe_us!r}"
+        )
+    return float(host_probe_us) / REFERENCE_PROBE_US
 
 
-def host_us(family: str | None) -> float:
-    """Host cost of one captured op: ``OP_US`` when it launches nothing, else its family's issue cost."""
-    return OP_US if family is None else KERNEL_US.get(family, KERNEL_US["elementwise"])
+def compiled_host_us(family: str | None, speed: float = 1.0) -> float:
+    """Host cost of one launch of a compiled call (an unmapped launch as a fused one), on a host ``speed`` times
+    the reference's cost."""
+    return speed * COMPILED_KERNEL_US.get(family or "fused", COMPILED_KERNEL_US["fused"])
+
+
+def host_us(family: str | None, speed: float = 1.0) -> float:
+    """Host cost of one captured op: ``OP_US`` when it launches nothing, else its family's issue cost; on a host
+    ``speed`` times the reference's cost."""
+    return speed * (OP_US if family is None else KERNEL_US.get(family, KERNEL_US["elementwise"]))
 
 
 def timeline(ops: Sequence[tuple[float, Sequence[float]]], cuda_graph: bool = False) -> float:

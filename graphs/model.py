@@ -77,13 +77,14 @@ def predict_model(
     tp: int = 1,
     cuda_graph: bool = False,
     routing: Any = "balanced",
+    host_probe_us: float | None = None,
 ) -> ModelPrediction:
     """One forward step of ``model`` (a shipped config name, a config.json path, or a config dict) on ``gpu``.
 
     prefill: ``batch`` sequences of ``seq`` tokens into an empty cache; decode: ``batch`` × ``seq`` (default 1) new
     tokens against ``context`` cached ones. ``tp`` shards heads and FFN over that many GPUs and adds two all_reduces
     per layer. The LM head computes the last token's logits per sequence, as generation does. ``routing``: how MoE
-    layers' experts share their rows (``predict_module``'s)."""
+    layers' experts share their rows (``predict_module``'s); ``host_probe_us``: the host's speed (as there)."""
     if phase not in layers.PHASES:
         raise ValueError(f"phase must be one of {', '.join(layers.PHASES)}; got {phase!r}")
     seq = 1 if seq is None and phase == "decode" else seq
@@ -100,7 +101,15 @@ def predict_model(
     for kind, count, dense in layers.layer_kinds(cfg):
         m = layers.build_model(sharded, dense=dense)
         call = layers.layer_call(m, phase, batch, seq, context)
-        p = predict_module(call.fn, call.args, call.kwargs, gpu=gpu_name, cuda_graph=cuda_graph, routing=routing)
+        p = predict_module(
+            call.fn,
+            call.args,
+            call.kwargs,
+            gpu=gpu_name,
+            cuda_graph=cuda_graph,
+            routing=routing,
+            host_probe_us=host_probe_us,
+        )
         preds[kind] = p
         notes += [a for a in p.assumptions if a not in notes]
         rows.append(
@@ -114,7 +123,7 @@ def predict_model(
                 int((p.kernels["model"] != "unmapped").sum()),
             )
         )
-    head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp)
+    head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp, host_probe_us)
     rows.append(
         _part(
             "embedding + norm + LM head",
@@ -168,7 +177,9 @@ def _part(name: str, count: int, device: float, wall: float, low: float, high: f
     }
 
 
-def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp: int = 1) -> WorkloadPrediction:
+def _head(
+    model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp: int = 1, host_probe_us: float | None = None
+) -> WorkloadPrediction:
     """Embedding of the step's tokens, the final norm and the LM head on each sequence's last token. Under ``tp`` the
     vocabulary is sharded as in Megatron/vLLM (vocab-parallel embedding and LM head: ``ceil(vocab / tp)`` rows per
     rank); ``predict_model`` adds the collectives that join the shards."""
@@ -184,7 +195,7 @@ def _head(model, cfg: dict, gpu: str, batch: int, seq: int, cuda_graph: bool, tp
         h = model.model.norm(h)
         return F.linear(h[:, -1:, :], lm) if tp > 1 else model.lm_head(h[:, -1:, :])
 
-    return predict_module(head, gpu=gpu, cuda_graph=cuda_graph)
+    return predict_module(head, gpu=gpu, cuda_graph=cuda_graph, host_probe_us=host_probe_us)
 
 
 def _vocab_rows(cfg: dict, tp: int) -> int:

@@ -126,7 +126,7 @@ def kernel_table(
 #: from HBM evicts them at the cost of a write each. Inside a layer, L2 holds mostly clean lines (weights and
 #: activations just read), so that cost is absent. Fitted on the 4 FIT models' layer device times
 #: (benchmarks/eval_layers.py --fit; the other 4 are the check); physically at most 1.
-L2_WRITEBACK = 0.45
+L2_WRITEBACK = 0.4
 
 
 def in_sequence(table: pd.DataFrame, gpu: str, factor: float | None = None) -> None:
@@ -154,15 +154,23 @@ def op_steps(table: pd.DataFrame, fams: list[tuple[int, str | None]], lat: pd.Se
 
 
 def predict_capture(
-    cap: Capture, gpu: str, cuda_graph: bool = False, mode: str = "eager", routing: Any = "balanced"
+    cap: Capture,
+    gpu: str,
+    cuda_graph: bool = False,
+    mode: str = "eager",
+    routing: Any = "balanced",
+    host_probe_us: float | None = None,
 ) -> WorkloadPrediction:
     gpu = get_gpu(gpu).name
+    speed = host.host_speed(host_probe_us)
     table, fams, notes = kernel_table(cap, gpu, routing)
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
     device = float(lat.sum())
     steps = op_steps(table, fams, lat)
-    wall = host.timeline([(host.host_us(f), k) for f, k in steps], cuda_graph)
+    wall = host.timeline([(host.host_us(f, speed), k) for f, k in steps], cuda_graph)
+    if not cuda_graph:
+        notes = (*notes, _host_note(host_probe_us))
     table["share"] = lat / device if device > 0 else 0.0
     table = table.drop(columns=["op_index"]).reindex(columns=list(KERNEL_COLUMNS))
     n_unmapped = int((~ok).sum())
@@ -184,6 +192,15 @@ def predict_capture(
     )
 
 
+def _host_note(host_probe_us: float | None) -> str:
+    if host_probe_us is None:
+        return (
+            f"host: the H200 host's launch path at its reference speed (host probe {host.REFERENCE_PROBE_US} µs per "
+            "small eager op; pass host_probe_us to scale it to yours)"
+        )
+    return f"host: launch path scaled to a host probe of {host_probe_us} µs per small eager op"
+
+
 def predict_module(
     fn_or_module: Callable,
     args: tuple = (),
@@ -194,6 +211,7 @@ def predict_module(
     cuda_graph: bool = False,
     routing: Any = "balanced",
     options: Mapping[str, Any] | None = None,
+    host_probe_us: float | None = None,
 ) -> WorkloadPrediction:
     """Predict every kernel ``fn_or_module(*args, **kwargs)`` launches on ``gpu``, and the call's device and wall time.
 
@@ -201,7 +219,9 @@ def predict_module(
     ``torch.device("meta")`` (e.g. a Hugging Face model from its config) has no weights and allocates nothing.
     ``cuda_graph=True`` drops the host launch path from the wall time. ``routing`` says how MoE experts' grouped
     GEMMs split their rows (the routing is data-dependent: nothing on meta tensors can say): ``balanced``,
-    ``power_law_<alpha>`` or per-expert row counts (tokens × top_k in all).
+    ``power_law_<alpha>`` or per-expert row counts (tokens × top_k in all). ``host_probe_us``: the host's speed,
+    as ``kernelcast.collect.layer_job.host_probe`` reads it on the GPU host (µs to issue one small eager op); the wall
+    time's host costs scale with it (None: the reference H200 host, ``graphs.host.REFERENCE_PROBE_US``).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -209,7 +229,8 @@ def predict_module(
         raise ValueError(f"cuda_graph must be true or false; got {cuda_graph!r}")
     if not callable(fn_or_module):
         raise ValueError(f"fn_or_module must be a callable or an nn.Module; got {type(fn_or_module).__name__}")
-    get_gpu(gpu)  # a bad GPU name fails before any work
+    get_gpu(gpu)  # a bad GPU name (or host probe) fails before any work
+    host.host_speed(host_probe_us)
     args = args if isinstance(args, tuple) else (args,)
     if options is not None and (mode != "compile" or not isinstance(options, Mapping)):
         raise ValueError(f"options must be a mapping of Inductor options, with mode='compile'; got {options!r}")
@@ -218,9 +239,10 @@ def predict_module(
         from kernelcast.graphs.inductor import inductor_code
 
         codes = inductor_code(fn_or_module, args, dict(kwargs or {}), gpu=gpu, options=dict(options or {}))
-        return predict_codes(codes, gpu, cuda_graph)
+        return predict_codes(codes, gpu, cuda_graph, host_probe_us)
     routing = check_routing(routing)
-    return predict_capture(capture(fn_or_module, args, dict(kwargs or {})), gpu, cuda_graph, mode, routing)
+    cap = capture(fn_or_module, args, dict(kwargs or {}))
+    return predict_capture(cap, gpu, cuda_graph, mode, routing, host_probe_us)
 
 
 def summary_line(p: WorkloadPrediction) -> str:

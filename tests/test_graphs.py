@@ -70,10 +70,13 @@ def test_bad_arguments_are_errors_naming_the_field():
         predict_module(lambda x: x + 1, (meta(4),), gpu="H9000")
     with pytest.raises(ValueError, match="cuda_graph"):
         predict_module(lambda x: x + 1, (meta(4),), gpu="H200", cuda_graph="yes")
+    for bad in (0, -3.0, float("nan"), "12", True):
+        with pytest.raises(ValueError, match="host_probe_us must be a positive number"):
+            predict_module(lambda x: x + 1, (meta(4),), gpu="H200", host_probe_us=bad)
 
 
 def _measured(model, phase, batch, seq, context):
-    for line in (DATA / "kernelcast_h200_sxm_20261201_layers.jsonl").read_text().splitlines():
+    for line in (DATA / "kernelcast_h200_sxm_20261203_layers.jsonl").read_text().splitlines():
         r = json.loads(line)
         if (r["model"], r["phase"], r["batch"], r["seq"], r["context"]) == (model, phase, batch, seq, context):
             return r
@@ -100,6 +103,23 @@ def test_hf_layer_prediction_is_near_the_h200_measurement(model, phase, batch, s
     graph = predict_module(call.fn, call.args, call.kwargs, gpu="H200", cuda_graph=True)
     assert graph.device_us == pytest.approx(p.device_us)
     assert graph.wall_us <= p.wall_us + len(p.kernels) * host.GRAPH_GAP_US  # no host term: never slower but the gaps
+
+
+def test_the_host_probe_scales_a_launch_bound_layer_to_its_measured_span():
+    """A decode layer at batch 1 is launch-bound: its span follows the host's speed, which the probe beside each
+    measured repeat records; predicted with its own probe, the wall lands near the measured span."""
+    m = layers.build_model(layers.load_config("mistral_7b_v0_3"))
+    call = layers.layer_call(m, "decode", 1, 1, 512)
+    r = _measured("mistral_7b_v0_3", "decode", 1, 1, 512)
+    probe = statistics.median(r["eager"]["host_probe_us"])
+    p = predict_module(call.fn, call.args, call.kwargs, gpu="H200", host_probe_us=probe)
+    call.after()
+    assert abs(p.wall_us / statistics.median(r["eager"]["span_us"]) - 1) < 0.2
+    assert any(f"host probe of {probe} µs" in a for a in p.assumptions)
+    slow = predict_module(call.fn, call.args, call.kwargs, gpu="H200", host_probe_us=2 * probe)
+    call.after()
+    assert slow.device_us == pytest.approx(p.device_us)
+    assert 1.8 < slow.wall_us / p.wall_us < 2.05  # host-bound: twice the host cost, about twice the span
 
 
 def test_host_timeline_is_host_bound_for_tiny_kernels_and_device_bound_for_big_ones():
