@@ -50,6 +50,8 @@ def key_codes(*columns) -> tuple[np.ndarray, np.ndarray]:
 
 def lookup(values, table: str) -> np.ndarray:
     """Per-row number for a dtype column: ``bytes`` (element size) or ``peak`` (peak key)."""
+    if isinstance(values, np.ndarray) and values.shape == (1,):  # one row: no unique pass
+        return np.asarray([_DTYPE_TABLES[table][values[0]]])
     uniq, inv = _unique(values)
     return np.asarray([_DTYPE_TABLES[table][u] for u in uniq])[inv]
 
@@ -62,6 +64,12 @@ def _gpu_row(name: str) -> tuple[float, ...]:
 
 def gpu_columns(gpus) -> dict[str, np.ndarray]:
     """The GPU spec numbers of each row's GPU (canonical names or aliases)."""
+    if isinstance(gpus, np.ndarray) and gpus.shape == (1,):  # one row: no unique pass
+        names = np.asarray(gpus, dtype=object)
+        table = np.asarray([_gpu_row(str(names[0]))])
+        out = {c: table[:, i] for i, c in enumerate(GPU_COLUMNS)}
+        out["_names"] = names if names is not gpus else names.copy()
+        return out
     uniq, inv = _unique(gpus)
     table = np.asarray([_gpu_row(str(g)) for g in uniq])[inv]
     out = {c: table[:, i] for i, c in enumerate(GPU_COLUMNS)}
@@ -80,6 +88,8 @@ def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:
     dts = np.asarray(dtypes, dtype=object)
     if dts.ndim == 0 or len(dts) != len(names):
         dts = np.broadcast_to(dts, names.shape)
+    if len(names) == 1:
+        return np.asarray([_peak(str(names[0]), str(dts[0]))], dtype=np.float64)
     if len(names) <= SMALL:  # a few rows: no hashing
         return np.fromiter((_peak(str(g), str(d)) for g, d in zip(names, dts)), np.float64, len(names))
     codes, first = key_codes(names, dts)  # each distinct (GPU, dtype) looked up once
@@ -114,6 +124,10 @@ def triton_configs(cols) -> np.ndarray:
     configs = cols.get("config")
     if configs is None:
         return np.full(len(backend), None, dtype=object)
+    if len(backend) == 1 and getattr(configs, "shape", None) == (1,):  # one row: no masked select
+        out = np.empty(1, dtype=object)
+        out[0] = configs[0] if backend[0] == "triton" else None
+        return out
     return np.where(backend == "triton", np.atleast_1d(np.asarray(configs, dtype=object)), None)
 
 
@@ -135,7 +149,14 @@ def _config_numbers(text: str, keys: tuple[str, ...]) -> tuple[float, ...]:
 
 def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -> list[np.ndarray]:
     """Numeric keys of each row's JSON config column; ``defaults`` where a row's config lacks one."""
-    uniq, inv = _unique(np.asarray([c if isinstance(c, str) else "" for c in np.atleast_1d(configs)], dtype=object))
+    texts = [c if isinstance(c, str) else "" for c in np.atleast_1d(configs)]
+    if len(texts) <= SMALL and not any(texts):  # a few rows, none with a config: every key takes its default
+        n = len(texts)
+        return [
+            d.astype(np.float64) if isinstance(d, np.ndarray) and d.shape == (n,) else np.full(n, d, dtype=np.float64)
+            for d in defaults
+        ]
+    uniq, inv = _unique(np.asarray(texts, dtype=object))
     values = np.asarray([_config_numbers(u, keys) for u in uniq])[inv]
     return [np.where(np.isnan(values[:, i]), d, values[:, i]) for i, d in enumerate(defaults)]
 
@@ -236,7 +257,7 @@ def resident_ctas(
         by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
         by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
         by_warps = np.floor(base["gpu_max_warps_per_sm"] / warps)
-    ctas = np.clip(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0, None)
+    ctas = np.maximum(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0)  # (np.clip's value, faster)
     slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
     waves = np.maximum(np.ceil(units / slots), 1)
     spill = np.where(np.isnan(asked), np.nan, (asked > MAX_REGISTERS).astype(float))

@@ -119,13 +119,9 @@ class CompiledForest:
         #: the columns the runs' roots read: a batch is ordered by them so that its blocks rarely mix both sides
         self.gate_columns = np.unique(forest.feature[forest.roots[self.zero_side >= 0]])
         self._fn = lib.kc_forest_predict
-
-    def _run(self, x: np.ndarray, out: np.ndarray) -> None:
-        self._fn(
-            x.ctypes.data,
-            len(x),
-            x.strides[0] // x.itemsize,
-            x.strides[1] // x.itemsize,
+        #: the forest's arguments to ``kc_forest_predict`` (its arrays' addresses, read once: they live as long as
+        #: this object and are never reallocated)
+        self._forest_args = (
             self.nodes.ctypes.data,
             self.roots.ctypes.data,
             self.depths.ctypes.data,
@@ -135,6 +131,17 @@ class CompiledForest:
             len(self.roots),
             len(self.base),
             self.base.ctypes.data,
+        )
+
+    def _run(self, x: np.ndarray, out: np.ndarray) -> None:
+        item = x.itemsize
+        rows, cols = x.strides
+        self._fn(
+            x.ctypes.data,
+            len(x),
+            rows // item,
+            cols // item,
+            *self._forest_args,
             out.ctypes.data,
         )
 

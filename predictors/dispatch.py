@@ -113,6 +113,8 @@ def predict_columns(
         if mine.any():
             claims.append((p, mine))
             todo &= ~mine
+            if not todo.any():  # every row answered: the predictors after it are not asked
+                break
     if feats is None:
         feats = feature_columns(cols, op, learned=any(p.needs_learned_features for p, _ in claims))
     analytical_us, bound = get_op(op).analytical(cols, feats)  # every row's bound; the fallback's answer
@@ -133,8 +135,14 @@ def predict_columns(
         else:
             answer = p.predict_columns(op, sub(cols), sub(feats))
         for key in ("latency_us", "low_us", "high_us", "in_distribution"):
-            out[key][mine] = answer[key]
-        out["model"][mine] = p.name
+            if whole:  # every row: a slice write (no mask)
+                out[key][:] = answer[key]
+            else:
+                out[key][mine] = answer[key]
+        if whole:
+            out["model"][:] = p.name
+        else:
+            out["model"][mine] = p.name
     for name, feature in get_op(op).extras.items():
         out[name] = np.asarray(feats[feature], dtype=np.float64)
     out.update(achieved(feats, out["latency_us"]))
@@ -156,6 +164,9 @@ def _untuned(cols: Mapping[str, np.ndarray], op: str) -> np.ndarray:
     """Rows of a Triton backend that carry no config (the predictors answer at the config search's top pick)."""
     if get_op(op).triton_config is None or "config" not in cols:
         return np.zeros(len(np.atleast_1d(cols["gpu"])), dtype=bool)
+    backend = cols["backend"]
+    if getattr(backend, "shape", None) == (1,) and getattr(cols["config"], "shape", None) == (1,):  # one row
+        return np.asarray([backend[0] == "triton" and cols["config"][0] is None])
     backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
     return (backend == "triton") & np.equal(np.atleast_1d(np.asarray(cols["config"], dtype=object)), None)
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.features.common import key_codes, parse_config
-from kernelcast.features.fields import SMALL
+from kernelcast.features.fields import OUTSIDE_BACKENDS, SMALL
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import categories, default_source, feature_names, feature_version
 from kernelcast.predictors.compiled import CompiledForest, compile_forest
@@ -93,8 +93,14 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str, row_majo
     ``row_major=False``: a large batch stays column-major as built (the compiled walker reads either order in place;
     the transpose cost a tenth of a 200,000-row batch).
     """
-    get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     names = feature_names(op)
+    if not isinstance(features, pd.DataFrame):
+        first = features[names[0]]
+        if getattr(first, "shape", None) == (1,):  # one row (predict_latency): one concatenation, dict lookups
+            row = _one_row_matrix(features, op, names)
+            if row is not None:
+                return row
+    get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     n = len(np.atleast_1d(get(names[0])))
     if n == 1:  # one row: one write of a list (no array per feature)
         out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
@@ -119,6 +125,48 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str, row_majo
             out[np.flatnonzero(known), start + codes[known]] = 1.0
         start += len(cats)
     return np.ascontiguousarray(out) if row_major else out  # row-major, as XGBoost reads fastest
+
+
+@functools.cache
+def _category_slots(op: str) -> tuple[tuple[str, int, dict[str, int]], ...]:
+    """Per one-hot group of ``op``: its column, the matrix column of its first category, category -> index."""
+    slots, start = [], len(feature_names(op))
+    for name, cats in categories(op).items():
+        slots.append((name, start, _category_index(cats)))
+        start += len(cats)
+    return tuple(slots)
+
+
+def _one_row_matrix(features: Mapping[str, Any], op: str, names: tuple[str, ...]) -> np.ndarray | None:
+    """``feature_matrix`` of one row whose features are arrays of one value each (None: some are not)."""
+    try:
+        values = np.concatenate([features[name] for name in names])
+    except ValueError:  # a feature given as a scalar: the general path
+        return None
+    if values.shape != (len(names),):
+        return None
+    out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
+    out[0, : len(names)] = values
+    for name, start, lookup in _category_slots(op):
+        if name == "source" and name not in features:
+            value = "aiconfigurator" if _one_value(features["backend"]) in OUTSIDE_BACKENDS else "kernelcast"
+        else:
+            value = _one_value(features[name])
+        code = lookup.get(value, -1) if isinstance(value, str) else -1
+        if code >= 0:
+            out[0, start + code] = 1.0
+    return out
+
+
+def _one_value(values):
+    """The first value of a column given as an array, a list, a categorical or one value (``category_codes``'s)."""
+    if isinstance(values, str):
+        return values
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        values = np.asarray(values, dtype=object)
+    if np.ndim(values) == 0:
+        return values.item() if isinstance(values, np.ndarray) else values
+    return next(iter(values))
 
 
 def _first(value):
@@ -151,10 +199,12 @@ def source_codes(x: np.ndarray, op: str) -> np.ndarray:
 def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndarray:
     """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
     sources = categories(op)["source"]
-    table = np.asarray(
-        [conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]]
-    )
-    return table[source_codes(x, op)]  # -1 picks the trailing global offset
+    table = [conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]]
+    if len(x) == 1:  # one row: its source read off the row (``source_codes``'s rule)
+        first = _matrix_columns(op).index(f"source={sources[0]}")
+        block = x[0, first : first + len(sources)]
+        return np.asarray([table[int(block.argmax()) if block.any() else -1]])
+    return np.asarray(table)[source_codes(x, op)]  # -1 picks the trailing global offset
 
 
 def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):

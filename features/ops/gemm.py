@@ -44,6 +44,8 @@ TILE_CANDIDATES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0
 
 
 _CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]  # (3, candidates, 1)
+#: per candidate tile: its per-SM cost per wave, block_m × block_n / relative throughput
+_CAND_COST = _CAND[0] * _CAND[1] / _CAND[2]
 
 
 #: split-K keeps at least this much of K per split (libraries split skinny GEMMs to fill the SMs)
@@ -52,12 +54,12 @@ MIN_K_PER_SPLIT = 512
 
 def heuristic_tiles(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, sm_count: np.ndarray):
     """(block_m, block_n, split_k) a cuBLAS-like library would pick; split-K only when tiles < SMs."""
-    cm, cn, rate = _CAND
+    cm, cn, _ = _CAND
     tiles = np.ceil(m / cm) * np.ceil(n / cn) * batch
-    best = np.argmin(np.ceil(tiles / sm_count) * (cm * cn / rate), axis=0)
+    best = (np.ceil(tiles / sm_count) * _CAND_COST).argmin(axis=0)
     bm, bn = cm[best, 0], cn[best, 0]
     base = np.ceil(m / bm) * np.ceil(n / bn) * batch
-    split = np.clip(np.minimum(np.floor(sm_count / base), np.floor(k / MIN_K_PER_SPLIT)), 1, None)
+    split = np.maximum(np.minimum(np.floor(sm_count / base), np.floor(k / MIN_K_PER_SPLIT)), 1)  # np.clip's value
     return bm, bn, split
 
 
@@ -120,12 +122,13 @@ def gemm_shape_features(cols, gpu, base) -> dict[str, np.ndarray]:
 
 def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
     """How each size sits against vector and tile widths: libraries pick other kernels for ragged sizes."""
+    v = np.stack(np.broadcast_arrays(m, n, k))  # the three sizes as rows of one array: each formula once
+    iv = v.astype(np.int64)
+    align = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
+    mod128, mod64 = (iv % 128) / 128, (iv % 64) / 64
     out = {}
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        iv = v.astype(np.int64)
-        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
-        out[f"{name}_mod128"] = (iv % 128) / 128
-        out[f"{name}_mod64"] = (iv % 64) / 64
+    for i, name in enumerate(("m", "n", "k")):
+        out[f"{name}_align"], out[f"{name}_mod128"], out[f"{name}_mod64"] = align[i], mod128[i], mod64[i]
     return out
 
 
@@ -144,9 +147,10 @@ def leading_dim_alignment(
     the measured gain is in benchmarks/RESULTS.md."""
     in_b, out_b = np.log2(in_bytes), np.log2(out_bytes)
     nt = np.ones(len(m), dtype=bool) if layout is None else np.asarray(layout, dtype=object) == "nt"
-    lda = np.minimum(_pow2_dividing(k) + in_b, 8.0)
-    ldb = np.minimum(np.where(nt, _pow2_dividing(k), _pow2_dividing(n)) + in_b, 8.0)
-    ldc = np.minimum(_pow2_dividing(n) + out_b, 8.0)
+    k_align, n_align = _pow2_dividing(k), _pow2_dividing(n)
+    lda = np.minimum(k_align + in_b, 8.0)
+    ldb = np.minimum(np.where(nt, k_align, n_align) + in_b, 8.0)
+    ldc = np.minimum(n_align + out_b, 8.0)
     return {
         "lda_align_log2_bytes": lda,
         "ldb_align_log2_bytes": ldb,
