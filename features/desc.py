@@ -9,6 +9,7 @@ directly, or ``dataclasses.replace`` on one, runs the same validation.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ class Desc:
     def __post_init__(self) -> None:
         from kernelcast.features.validate import validate_columns, validate_one
 
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values = {name: getattr(self, name) for name in _field_names(type(self))}
         canonical = validate_one(self.op, values)  # plainly valid input: no columns built
         if canonical is None:  # anything else: the column path names it
             cols = {}
@@ -42,13 +43,13 @@ class Desc:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"op": self.op}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "config" and value is not None:
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if name == "config" and value is not None:
                 value = dict(value)
             elif isinstance(value, tuple):
                 value = list(value)
-            out[f.name] = value
+            out[name] = value
         return out
 
     def to_json(self) -> str:
@@ -65,6 +66,12 @@ class Desc:
     def key(self) -> str:
         """A stable identity string (used for dataset deduplication)."""
         return self.to_json()
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a description class, in order (``dataclasses.fields``, read once per class)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _python(name: str, value: Any) -> Any:

@@ -321,6 +321,10 @@ class LearnedModel:
         return f"learned:{self.op}@{self.manifest['data_fingerprint'][:8]}"
 
     def assumptions(self, op: str | None = None) -> str:
+        return self._assumptions
+
+    @functools.cached_property
+    def _assumptions(self) -> str:  # the manifest's, said with every answer: formatted once per model
         m = self.manifest
         return (
             f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
@@ -332,11 +336,24 @@ class LearnedModel:
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
         gpu, backend, dtype = get("gpu"), get("backend"), get("dtype")
         covered = self._covered
+        if gpu.shape == backend.shape == dtype.shape == (1,):  # one row: plain comparisons, as the arrays' below
+            ok = f"{gpu[0]}|{backend[0]}|{dtype[0]}" in covered
+            for col, (lo, hi) in self.manifest["ranges"].items():
+                if not ok:
+                    break
+                values = np.asarray(get(col), dtype=np.float64)
+                if values.shape != (1,):
+                    return self._covers_columns(ok, get)
+                ok = lo <= values[0] <= hi
+            return np.asarray([ok], dtype=bool)
         if len(gpu) <= SMALL:
             ok = np.fromiter((f"{g}|{b}|{d}" in covered for g, b, d in zip(gpu, backend, dtype)), bool, len(gpu))
         else:
             codes, first = key_codes(gpu, backend, dtype)  # each distinct (gpu, backend, dtype) looked up once
             ok = np.asarray([f"{gpu[i]}|{backend[i]}|{dtype[i]}" in covered for i in first], dtype=bool)[codes]
+        return self._covers_columns(ok, get)
+
+    def _covers_columns(self, ok, get) -> np.ndarray:
         for col, (lo, hi) in self.manifest["ranges"].items():
             values = np.asarray(get(col), dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)

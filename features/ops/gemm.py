@@ -212,8 +212,9 @@ def triton_gemm_operands(cols, cfg, elem_bytes) -> TritonGemmOperands:
     layout = cols.get("layout")
     nt = np.ones(len(m), dtype=bool) if layout is None else np.atleast_1d(np.asarray(layout, dtype=object)) != "nn"
     single = batch <= 1
-    vec_a = (k % 16 == 0) & (single | (m * k % 16 == 0))
-    vec_b = np.where(nt, k % 16 == 0, n % 16 == 0) & (single | (n * k % 16 == 0))
+    k_aligned = k % 16 == 0
+    vec_a = k_aligned & (single | (m * k % 16 == 0))
+    vec_b = np.where(nt, k_aligned, n % 16 == 0) & (single | (n * k % 16 == 0))
     ring, wgmma = triton_ring(cols["gpu"], bm, warps, stages)  # NaN without a config
     one = np.where(np.isnan(ring), np.nan, 1.0)
     buf_a, buf_b = np.where(vec_a, ring, one), np.where(vec_b, ring, one)
