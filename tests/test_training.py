@@ -365,3 +365,26 @@ def test_load_rows_reads_only_the_cards_files_and_skips_invalid_rows(tmp_path):
     (tmp_path / "files.toml").write_text('[[file]]\npath = "gemm/nope.parquet"\nrole = "train"\n')
     with pytest.raises(ValueError, match=r"file\[0\] 'gemm/nope.parquet' does not exist"):
         data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
+
+
+@pytest.mark.parametrize("skips", [True, False])
+def test_shared_trees_skip_the_own_tree_rows_when_asked(skips):
+    """``shared_skips_own``: the shared trees never see the own-tree backend's rows, so changing those rows' labels
+    leaves every other row's prediction exactly as it was; without it the shared trees move with them."""
+    from kernelcast.predictors.learned import feature_matrix
+
+    path = Path(__file__).resolve().parent.parent / "datasets/attention/kernelcast_h200_sxm_20261203_s10train.parquet"
+    frame = pd.read_parquet(path)
+    frame = frame[(frame["status"] == "ok") & frame["repeat_of"].isna()].iloc[:600].reset_index(drop=True)
+    assert set(frame["backend"]) == {"cudnn", "triton"}
+    feats = build_features(frame, "attention")
+    own = {"triton": {"max_depth": 3, "n_estimators": 20, "learning_rate": 0.1}}
+    params = {**SMALL, "own_trees": own, "shared_skips_own": skips}
+    y = frame["latency_us"].to_numpy()
+    triton = (frame["backend"] == "triton").to_numpy()
+    x = feature_matrix(feats, "attention")
+    a = LatencyRegressor("attention", **params).fit(feats, y).point_margin(x)
+    b = LatencyRegressor("attention", **params).fit(feats, np.where(triton, 3 * y, y)).point_margin(x)
+    moved = np.abs(a - b)[~triton].max()
+    assert (moved == 0) if skips else (moved > 1e-3)
+    assert np.abs(a - b)[triton].min() > 0.5  # the own trees follow their rows' labels (log 3 = 1.1)

@@ -66,6 +66,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         n_jobs: int = 2,
         random_state: int = 0,
         own_trees: dict | None = None,
+        shared_skips_own: bool = False,
     ):
         self.op = op  # op family: fixes the feature columns
         self.n_estimators = n_estimators  # boosting rounds of the point model
@@ -87,6 +88,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         # backend -> {max_depth, n_estimators, learning_rate}: that backend's rows get point trees of their own,
         # fitted on its rows alone (the shared trees serve the others); exported as one forest, gated on the backend
         self.own_trees = own_trees
+        # the shared trees are fitted without the own-tree backends' rows (which they never answer)
+        self.shared_skips_own = shared_skips_own
 
     def _params(self, **extra) -> dict:
         return {
@@ -134,8 +137,13 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 f"calibration needs shapes on both sides; {len(x)} rows, {int(calib.sum())} in calibration"
             )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        shared = np.ones(len(x), dtype=bool)
+        for backend in (self.own_trees or {}) if self.shared_skips_own else ():
+            shared &= x[:, own_column(self.op, backend)] != 1
         self.booster_ = xgb.train(
-            self._params(objective="reg:squarederror"), self._dmatrix(x, target, w), self.n_estimators
+            self._params(objective="reg:squarederror"),
+            self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
+            self.n_estimators,
         )
         self.own_boosters_ = {}
         for backend, params in (self.own_trees or {}).items():
