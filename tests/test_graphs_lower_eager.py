@@ -1,0 +1,87 @@
+"""graphs/lower.py against what eager torch launches on the H200 (issue 15, fusion benefit): a ``where`` over values
+of two dtypes casts one first (a kernel of its own), and ``amin`` is lowered as the ``amax`` kernel it shares."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelcast.collect.fusion_graphs import TORCH_DTYPE, compile_source  # noqa: E402
+from kernelcast.graphs.capture import capture  # noqa: E402
+from kernelcast.graphs.lower import lower  # noqa: E402
+from kernelcast.graphs.predict import predict_module  # noqa: E402
+
+TEST_GRAPHS = (
+    Path(__file__).resolve().parent.parent / "datasets/compiled/kernelcast_h200_sxm_20261201_test_tasks.parquet"
+)
+
+
+def meta(*shape, dtype=torch.bfloat16):
+    return torch.empty(*shape, device="meta", dtype=dtype)
+
+
+def lowered(fn, *args):
+    return [d for rec in capture(fn, args).ops for d in lower(rec, "H200").descs]
+
+
+def test_where_over_two_dtypes_casts_the_other_value_first():
+    a, b = meta(64, 300, dtype=torch.float32), meta(64, 300)
+    descs = lowered(lambda a, b: torch.where(a > 0, a, b), a, b)
+    assert [d["fn"] for d in descs] == ["compare", "cast", "where"]
+    cast = descs[1]
+    assert (cast["in_dtype"], cast["dtype"], cast["elements"]) == ("bf16", "fp32", 64 * 300)
+    assert descs[2]["dtype"] == "fp32" and descs[2]["elements"] == 64 * 300
+
+
+def test_where_casts_a_broadcast_value_at_its_own_size():
+    a, b = meta(64, 300), meta(1, 300, dtype=torch.float32)
+    descs = lowered(lambda a, b: torch.where(a > 0, a, b), a, b)
+    assert [d["fn"] for d in descs] == ["compare", "cast", "where"]
+    assert (descs[1]["in_dtype"], descs[1]["dtype"], descs[1]["elements"]) == ("bf16", "fp32", 64 * 300)
+    descs = lowered(lambda a, b: torch.where(b > 0, b, a), a, b)
+    assert (descs[1]["in_dtype"], descs[1]["elements"]) == ("bf16", 64 * 300)
+
+
+def test_where_of_one_dtype_or_a_python_number_is_one_kernel():
+    a, b = meta(64, 300), meta(64, 300)
+    assert [d["fn"] for d in lowered(lambda a, b: torch.where(a > 0, a, b), a, b)] == ["compare", "where"]
+    assert [d["fn"] for d in lowered(lambda a: torch.where(a > 0, a, 0.5), a)] == ["compare", "where"]
+
+
+def test_amin_is_lowered_as_the_amax_kernel():
+    x = meta(96, 4000)
+    (mn,) = lowered(lambda x: x.amin(dim=-1), x)
+    (mx,) = lowered(lambda x: x.amax(dim=-1), x)
+    assert mn == mx and mn["fn"] == "amax"
+    (mid,) = lowered(lambda x: x.amin(dim=0, keepdim=True), x)
+    assert mid | {"fn": "amax", "outer": 1, "reduce": 96, "inner": 4000} == mid
+    (mn_dim,) = lowered(lambda x: torch.min(x, dim=1).values, x)
+    assert mn_dim["fn"] == "amax"
+
+
+@pytest.mark.skipif(not TEST_GRAPHS.exists(), reason="the sealed fusion test graphs are not in this checkout")
+def test_eager_kernel_count_of_measured_graphs_with_a_two_dtype_where():
+    """Every reduction-free test graph with a where over two dtypes: the predicted eager kernels are the ones the
+    H200 launched (a reduction may add a memset or a second norm kernel that its one description covers)."""
+    import pandas as pd
+
+    tasks = pd.read_parquet(TEST_GRAPHS, columns=["task", "graph_source", "graph_inputs", "eager_kernels"])
+    checked = 0
+    for r in tasks.itertuples():
+        if "torch.where" not in r.graph_source or any(
+            s in r.graph_source for s in (".sum(", ".mean(", ".amax(", ".amin(", "softmax", "layer_norm")
+        ):
+            continue
+        specs = json.loads(r.graph_inputs)
+        if len({dt for _, dt in specs}) < 2 and ".to(" not in r.graph_source:
+            continue
+        inputs = tuple(meta(*shape, dtype=getattr(torch, TORCH_DTYPE[dt].split(".")[1])) for shape, dt in specs)
+        p = predict_module(compile_source(r.graph_source), inputs, gpu="H200")
+        casts = sum(1 for d in p.kernels["desc"] if d and json.loads(d)["fn"] == "cast")
+        if not any(op == "aten.where.self" for op in p.kernels["aten_op"]) or not casts:
+            continue
+        assert len(p.kernels) == r.eager_kernels, r.task
+        checked += 1
+    assert checked >= 30
