@@ -203,6 +203,10 @@ def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 MEMORY_EFFICIENCY = 0.75
 
 
+#: what bounds an analytical answer, by code (``roofline_latency``)
+_BOUNDS = np.asarray(["compute", "memory", "latency"], dtype=object)
+
+
 def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernels) -> tuple[np.ndarray, np.ndarray]:
     """The analytical answer of a compute op: the slower of compute (at ``efficiency`` of peak, wave-quantized)
     and memory (at ``MEMORY_EFFICIENCY``), plus each kernel's fixed time; and which term bounds it."""
@@ -210,13 +214,16 @@ def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernel
     t_memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
     t_fixed = np.broadcast_to(kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels, t_compute.shape)
     body = np.maximum(t_compute, t_memory)
-    bound = np.where(t_fixed > body, "latency", np.where(t_memory > t_compute, "memory", "compute")).astype(object)
+    # latency where the fixed time exceeds the body, else memory where it exceeds compute, else compute
+    bound = _BOUNDS[np.maximum((t_fixed > body) * 2, t_memory > t_compute)]
     return body + t_fixed, bound
 
 
 def per_backend(table: Mapping[str, float], backend) -> np.ndarray:
     """A per-backend constant for each row."""
     backend = np.atleast_1d(np.asarray(backend, dtype=object))
+    if len(backend) == 1:  # one row: no unique pass
+        return np.asarray([table[backend[0]]], dtype=np.float64)
     uniq, inv = _unique(backend)
     return np.asarray([table[b] for b in uniq], dtype=np.float64)[inv]
 

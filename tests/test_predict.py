@@ -209,3 +209,71 @@ def test_predict_many_property_shuffled_duplicated_mixed():
         assert many["latency_us"].tolist() == pytest.approx([single[p] for p in picks])
 
     check()
+
+
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "collective", "elementwise", "reduction", "copy"])
+def test_one_row_fast_paths_give_the_batch_paths_values(op):
+    """The one-row paths (feature_matrix of one-value arrays, coverage and source offsets of one row) give what the
+    many-row paths give for the same row, bit for bit."""
+    from kernelcast.features.desc import op_fields
+    from kernelcast.features.vector import build_features, feature_columns
+    from kernelcast.predictors.learned import feature_matrix, load_model, row_offsets
+    from kernelcast.training.data import load_rows
+
+    model = load_model(op)
+    rows = load_rows(op, sources=("kernelcast",)).sample(20, random_state=3)
+    rows = rows[[c for c in op_fields(op) if c in rows]]
+    many = feature_matrix(build_features(rows, op), op)
+    covers = model.covers(op, rows)
+    offsets = row_offsets(many, op, model.manifest["conformal"])
+    for i in range(len(rows)):
+        cols = {c: rows[c].to_numpy()[i : i + 1] for c in rows}
+        one = feature_matrix({**cols, **feature_columns(cols, op)}, op)
+        np.testing.assert_array_equal(one, many[i : i + 1])
+        assert model.covers(op, cols).tolist() == [covers[i]]
+        assert row_offsets(one, op, model.manifest["conformal"]).tolist() == [offsets[i]]
+    scalar = {**cols, **{k: v[0] for k, v in feature_columns(cols, op).items()}}  # scalars: the general path
+    np.testing.assert_array_equal(feature_matrix(scalar, op), many[-1:])
+
+
+def test_predict_latency_equals_predict_many_bit_for_bit_on_learned_gemm():
+    descs = [
+        {**GEMM, "m": 4096, "n": 4096, "k": 4096},
+        {**GEMM, "m": 1, "n": 4096, "k": 14336},
+        {**GEMM, "m": 77, "n": 1000, "k": 333, "layout": "nn", "batch": 3},
+        {**GEMM, "gpu": "A100", "m": 512, "n": 7168, "k": 2048},
+        {
+            **GEMM,
+            "backend": "triton",
+            "m": 640,
+            "n": 2048,
+            "k": 4096,
+            "config": {
+                "block_m": 128,
+                "block_n": 128,
+                "block_k": 64,
+                "num_warps": 8,
+                "num_stages": 3,
+                "group_m": 8,
+                "split_k": 1,
+            },
+        },
+    ]
+    many = predict_many(descs)
+    for i, d in enumerate(descs):
+        p = _predict_latency(d)
+        for key in ("latency_us", "low_us", "high_us", "floor_us", "bound", "model", "in_distribution"):
+            assert getattr(p, key) == many[key].iloc[i], (i, key)
+
+
+def test_roofline_bound_names_each_rows_limit():
+    from kernelcast.features.common import roofline_latency
+
+    f = {
+        "compute_floor_us": np.array([100.0, 1.0, 0.01, np.nan]),
+        "memory_floor_us": np.array([1.0, 100.0, 0.01, 1.0]),
+        "wave_efficiency": np.ones(4),
+        "gpu_boost_clock_hz": np.full(4, 1.98e9),
+    }
+    _, bound = roofline_latency(f, np.full(4, 0.8), 1.0)
+    assert bound.dtype == object and bound.tolist() == ["compute", "memory", "latency", "compute"]
