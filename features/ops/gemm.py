@@ -122,13 +122,12 @@ def gemm_shape_features(cols, gpu, base) -> dict[str, np.ndarray]:
 
 def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
     """How each size sits against vector and tile widths: libraries pick other kernels for ragged sizes."""
-    v = np.stack(np.broadcast_arrays(m, n, k))  # the three sizes as rows of one array: each formula once
-    iv = v.astype(np.int64)
-    align = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
-    mod128, mod64 = (iv % 128) / 128, (iv % 64) / 64
     out = {}
-    for i, name in enumerate(("m", "n", "k")):
-        out[f"{name}_align"], out[f"{name}_mod128"], out[f"{name}_mod64"] = align[i], mod128[i], mod64[i]
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        iv = v.astype(np.int64)
+        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
+        out[f"{name}_mod128"] = (iv % 128) / 128
+        out[f"{name}_mod64"] = (iv % 64) / 64
     return out
 
 
