@@ -262,7 +262,8 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
     config, and 3 of gemm_triton_test2's 40 configs that 300-config training pools drew too: they were measured
     before this check read the numbered test sets)."""
     tests = [n for n in sweeps.list_sweeps() if re.search(r"_test\d*$", n)]  # _test, _test2, ...
-    train = [n for n in sweeps.list_sweeps() if n not in tests and not n.endswith("_tune")]  # _tune: config search
+    # _tune, _tune2, ...: config-search test sets (their configs may be the training pools'; their shapes are fresh)
+    train = [n for n in sweeps.list_sweeps() if n not in tests and not re.search(r"_tune\d*$", n)]
     shared = _triton_configs(tests, 1001) & (
         _triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2)
     )
