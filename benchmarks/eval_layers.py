@@ -109,23 +109,17 @@ def fit(rows: list[dict]) -> None:
     fit_rows = [r for r in rows if r["model"] in FIT]
     host.REFERENCE_PROBE_US = round(float(np.median([r["host_probe_us"] for r in fit_rows])), 2)
     best = None
+    speeds = [host.host_speed(r["host_probe_us"]) for r in fit_rows]
     for op_us, s in itertools.product(np.arange(0.0, 10.01, 0.25), np.arange(0.5, 3.01, 0.05)):
         err = [
             abs(
                 host.timeline(
-                    [
-                        (
-                            host.host_speed(r["host_probe_us"])
-                            * (op_us if f is None else BASE_KERNEL_US.get(f, 12.0) * s),
-                            k,
-                        )
-                        for f, k in r["_steps"]
-                    ]
+                    [(v * (op_us if f is None else BASE_KERNEL_US.get(f, 12.0) * s), k) for f, k in r["_steps"]]
                 )
                 / r["measured_span_us"]
                 - 1
             )
-            for r in fit_rows
+            for r, v in zip(fit_rows, speeds)
         ]
         score = float(np.median(err))
         if best is None or score < best[0]:

@@ -265,6 +265,16 @@ def plot_fusion(table: pd.DataFrame, path: str, title: str) -> str:
 MODEL_HELP = f"a config.json path or one of {', '.join(layers.config_names())}"
 
 
+def _host_probe_arg(p) -> None:
+    p.add_argument(
+        "--host-probe-us",
+        type=float,
+        default=None,
+        help="your host's speed: µs to issue one small eager op (kernelcast.collect.layer_job.host_probe); "
+        "default the reference H200 host's",
+    )
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("model", help="predict one step of a whole model (prefill or decode) from its HF config")
     p.add_argument(
@@ -278,13 +288,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (adds 2 all_reduces per layer)")
     p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
     p.add_argument("--kernels", action="store_true", help="also print each layer kind's kernel table")
-    p.add_argument(
-        "--host-probe-us",
-        type=float,
-        default=None,
-        help="your host's speed: µs to issue one small eager op (kernelcast.collect.layer_job.host_probe); "
-        "default the reference H200 host's",
-    )
+    _host_probe_arg(p)
     p.add_argument(
         "--routing",
         default="balanced",
@@ -301,13 +305,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--gpus", default="H200,B200,MI300X")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
     p.add_argument("--cuda-graph", action="store_true")
-    p.add_argument(
-        "--host-probe-us",
-        type=float,
-        default=None,
-        help="your host's speed: µs to issue one small eager op (kernelcast.collect.layer_job.host_probe); "
-        "default the reference H200 host's",
-    )
+    _host_probe_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_layer)
     p = sub.add_parser("fusion", help="one decoder layer eager vs torch.compile: fused kernels, what they replace")

@@ -134,15 +134,10 @@ def predict_columns(
             answer = ANALYTICAL.answer(analytical_us[mine], out["floor_us"][mine])
         else:
             answer = p.predict_columns(op, sub(cols), sub(feats))
+        rows = slice(None) if whole else mine  # every row: a slice write (no mask)
         for key in ("latency_us", "low_us", "high_us", "in_distribution"):
-            if whole:  # every row: a slice write (no mask)
-                out[key][:] = answer[key]
-            else:
-                out[key][mine] = answer[key]
-        if whole:
-            out["model"][:] = p.name
-        else:
-            out["model"][mine] = p.name
+            out[key][rows] = answer[key]
+        out["model"][rows] = p.name
     for name, feature in get_op(op).extras.items():
         out[name] = np.asarray(feats[feature], dtype=np.float64)
     out.update(achieved(feats, out["latency_us"]))

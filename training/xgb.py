@@ -137,9 +137,10 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 f"calibration needs shapes on both sides; {len(x)} rows, {int(calib.sum())} in calibration"
             )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        own_rows = {backend: x[:, own_column(self.op, backend)] == 1 for backend in self.own_trees or {}}
         shared = np.ones(len(x), dtype=bool)
-        for backend in (self.own_trees or {}) if self.shared_skips_own else ():
-            shared &= x[:, own_column(self.op, backend)] != 1
+        for mine in own_rows.values() if self.shared_skips_own else ():
+            shared &= ~mine
         self.booster_ = xgb.train(
             self._params(objective="reg:squarederror"),
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
@@ -147,7 +148,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         )
         self.own_boosters_ = {}
         for backend, params in (self.own_trees or {}).items():
-            mine = x[:, own_column(self.op, backend)] == 1
+            mine = own_rows[backend]
             if not mine.any():
                 continue
             own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
