@@ -203,6 +203,22 @@ def facts_table(jsonl: str | os.PathLike) -> Any:
     return pd.DataFrame(rows)
 
 
+def write_serving_table(table: Any, kernel: str, folder: str | os.PathLike) -> str:
+    """The columns ``features.compiled`` reads (its ``KEYS`` and ``VALUES``) of a facts table's classes, one CSV per
+    architecture in ``folder`` (``features/compiled/``), written atomically; returns the paths."""
+    from kernelcast.features.compiled import KEYS, VALUES, table_name
+
+    keys, written = list(KEYS[kernel]), []
+    for gpu, mine in table.groupby("gpu"):
+        frame = mine[[*keys, *VALUES, "triton"]].drop_duplicates(keys).sort_values(keys)
+        frame = frame.assign(causal=frame["causal"].astype(int)) if "causal" in keys else frame
+        path = os.path.join(folder, table_name(kernel, capability(str(gpu))))
+        frame.to_csv(f"{path}.{os.getpid()}.tmp", index=False)
+        os.replace(f"{path}.{os.getpid()}.tmp", path)
+        written.append(f"{path} ({len(frame)} classes)")
+    return ", ".join(written)
+
+
 def _descs_of(paths: Sequence[str], backend: str) -> list[Desc]:
     import glob
 
@@ -215,9 +231,29 @@ def _descs_of(paths: Sequence[str], backend: str) -> list[Desc]:
     return [with_config(row) for row in frame[frame["backend"] == backend].to_dict("records")]
 
 
+def space_rows(kernel: str, gpu_name: str) -> list[dict]:
+    """One description per key of ``kernel``'s whole table space (``features.compiled.SPACE``) on ``gpu_name``."""
+    import itertools
+
+    from kernelcast.features.compiled import SPACE, SPACE_CALL
+
+    if kernel not in SPACE:
+        raise ValueError(f"--space must be one of {', '.join(SPACE)}; got {kernel!r}")
+    names, config_keys = list(SPACE[kernel]), ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages")
+    rows = []
+    for values in itertools.product(*SPACE[kernel].values()):
+        key = dict(zip(names, values))
+        config = {k: v for k, v in key.items() if k in config_keys}
+        rest = {k: v for k, v in key.items() if k not in config_keys}
+        rows.append({**SPACE_CALL[kernel], **rest, "gpu": gpu_name, "config": config})
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="compile facts (shared memory, registers, stack) of Triton configs")
-    p.add_argument("--datasets", nargs="+", required=True, help="parquet files or folders of measured rows")
+    p.add_argument("--datasets", nargs="+", help="parquet files or folders of measured rows")
+    p.add_argument("--space", help="instead: every key of this kernel's table space (features.compiled.SPACE)")
+    p.add_argument("--serving", help="with --table: also write features.compiled's CSV for --space into this folder")
     p.add_argument("--backend", default="triton")
     p.add_argument("--gpu", default="H200")
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
@@ -225,7 +261,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--table", help="also write the facts as one parquet row per class (datasets/compile_facts/)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
-    summary = collect_facts(_descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers)
+    if bool(args.datasets) == bool(args.space):
+        p.error("give --datasets or --space (one of them)")
+    if args.serving and not (args.space and args.table):
+        p.error("--serving needs --space and --table")
+    descs = [with_config(r) for r in space_rows(args.space, args.gpu)] if args.space else None
+    summary = collect_facts(descs or _descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers)
     if args.table:
         import triton
 
@@ -234,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         table.to_parquet(tmp, index=False)
         os.replace(tmp, args.table)
         summary["table"] = f"{args.table} ({len(table)} classes)"
+        if args.serving:
+            summary["serving"] = write_serving_table(table, args.space, args.serving)
     print(json.dumps(summary) if args.json else ", ".join(f"{k}: {v}" for k, v in summary.items()))
 
 

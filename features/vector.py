@@ -23,7 +23,9 @@ BASE_FEATURE_VERSION = "5"
 #: modelled cycles (dots, exp2, fp32 softmax) and the loop and SM-busy times from them, which Triton rows' scale reads
 #: reduction 6: the kernel path and kernel count each fn launches, and its main kernel's launch (Reduce.cuh's
 #: config, softmax, scan and norm blocks)
-FEATURE_VERSIONS = {"gemm": "6", "attention": "8", "moe": "6", "reduction": "6"}
+#: attention 9: Triton's registers and spilled bytes as compiled for the GPU's architecture (features/compiled/), the
+#: estimate where no table holds the config
+FEATURE_VERSIONS = {"gemm": "6", "attention": "9", "moe": "6", "reduction": "6"}
 
 
 def feature_version(op: str) -> str:

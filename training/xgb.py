@@ -85,8 +85,9 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.calibration_percent = calibration_percent  # % of shapes held out of the quantile fit for calibration
         self.n_jobs = n_jobs  # CPU threads
         self.random_state = random_state  # seed of row/column subsampling
-        # backend -> {max_depth, n_estimators, learning_rate}: that backend's rows get point trees of their own,
-        # fitted on its rows alone (the shared trees serve the others); exported as one forest, gated on the backend
+        # backend -> {max_depth, n_estimators, learning_rate[, colsample_bytree]}: that backend's rows get point
+        # trees of their own, fitted on its rows alone (the shared trees serve the others); exported as one forest,
+        # gated on the backend
         self.own_trees = own_trees
         # the shared trees are fitted without the own-tree backends' rows (which they never answer)
         self.shared_skips_own = shared_skips_own
@@ -152,6 +153,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             if not mine.any():
                 continue
             own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
+            if "colsample_bytree" in params:  # else the shared trees' fraction
+                own["colsample_bytree"] = params["colsample_bytree"]
             self.own_boosters_[backend] = xgb.train(
                 self._params(objective="reg:squarederror", **own),
                 self._dmatrix(x[mine], target[mine], None if w is None else w[mine]),

@@ -26,6 +26,7 @@ from kernelcast.features.common import (
     triton_configs,
     triton_ring,
 )
+from kernelcast.features.compiled import compiled_resources
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
 
@@ -255,11 +256,17 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
         bm,
         bn,
     )
-    # FlashAttention-2's kernels are built for 255 registers a thread (no spills); Triton's asks what its tiles need
-    registers = np.where(
-        triton, triton_attention_registers(bm, bn, d, warps), np.where(np.isnan(bn), np.nan, MAX_REGISTERS)
+    # FlashAttention-2's kernels are built for 255 registers a thread (no spills); Triton's as compiled for the
+    # GPU's architecture where the config's table holds it (its stack frame: what spills), else the estimate
+    estimate = triton_attention_registers(bm, bn, d, warps)
+    compiled, stack = compiled_resources(
+        "triton_attention", cols["gpu"], cols["dtype"], d, cols["causal"], bm, bn, warps, base["num_stages"]
     )
-    spilled = np.maximum(registers - MAX_REGISTERS, 0.0)
+    compiled, stack = np.where(triton, compiled, np.nan), np.where(triton, stack, np.nan)
+    # (what a thread asks for: the registers it got plus the 4-byte words it spilled)
+    asked = np.where(np.isnan(compiled), estimate, compiled + stack / 4.0)
+    registers = np.where(triton, asked, np.where(np.isnan(bn), np.nan, MAX_REGISTERS))
+    spilled = np.where(np.isnan(stack), np.maximum(registers - MAX_REGISTERS, 0.0), stack / 4.0)
     ctas = base["work_units"]
     steps = ctas / loop.blocks * loop.steps  # K/V steps over every CTA
     # the tiles as run: every step computes a whole block_m x block_n score tile (masked rows and columns included)
@@ -460,7 +467,9 @@ SPEC = register(
             "max_depth": 8,
             "n_estimators": 800,
             "learning_rate": 0.05,
-            "own_trees": {"triton": {"max_depth": 8, "n_estimators": 800, "learning_rate": 0.05}},
+            "own_trees": {
+                "triton": {"max_depth": 6, "n_estimators": 1200, "learning_rate": 0.05, "colsample_bytree": 0.6}
+            },
             "shared_skips_own": True,
         },
     )

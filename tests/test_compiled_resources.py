@@ -1,0 +1,105 @@
+"""The compiled-resources table the Triton attention features read: it covers the whole table space, it is the
+compile facts Triton 3.6 gave on the H200 host (real files under datasets/compile_facts/), it is read for sm_90 GPUs
+only, and the attention features take registers and spills from it where it holds the key."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kernelcast.collect.compile_facts import class_id, main, space_rows, with_config
+from kernelcast.features.compiled import KEYS, SPACE, VALUES, compiled_resources
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.ops.attention import triton_attention_registers
+from kernelcast.features.vector import build_features
+
+REPO = Path(__file__).resolve().parents[1]
+TABLE = REPO / "features" / "compiled" / "triton_attention_sm90.csv"
+FACTS = REPO / "datasets" / "compile_facts"
+KEY = list(KEYS["triton_attention"])
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return pd.read_csv(TABLE)
+
+
+def test_the_table_holds_every_key_of_the_space_once(table):
+    assert len(table) == math.prod(len(v) for v in SPACE["triton_attention"].values()) == 2304
+    assert not table.duplicated(KEY).any()
+    for name, values in SPACE["triton_attention"].items():
+        got = set(table[name].astype(int) if name == "causal" else table[name])
+        assert got == {int(v) if name == "causal" else v for v in values}, name
+    assert table["registers"].between(1, 255).all() and (table["stack_bytes"] >= 0).all()
+    assert set(table["triton"]) == {"3.6.0"}
+
+
+def test_the_table_is_the_compile_facts_of_the_space_and_of_every_measured_shape(table):
+    """The serving table is the space's facts file; where the facts compiled from measured rows (other shapes) hold
+    a key, registers and stack agree: the shape does not change what Triton allocates."""
+    space = pd.read_parquet(FACTS / "triton_attention_space_h200.parquet").assign(causal=lambda f: f.causal.astype(int))
+    measured = pd.read_parquet(FACTS / "triton_attention_h200.parquet").assign(causal=lambda f: f.causal.astype(int))
+    both = table.merge(space, on=KEY, suffixes=("", "_space"))
+    assert len(both) == len(table)
+    for v in VALUES:
+        assert (both[v] == both[f"{v}_space"]).all(), v
+    seen = measured.drop_duplicates(KEY).merge(table, on=KEY, suffixes=("_measured", ""))
+    assert len(seen) == measured.drop_duplicates(KEY).shape[0] > 1000
+    for v in VALUES:
+        assert (seen[v] == seen[f"{v}_measured"]).all(), v
+
+
+def test_resources_are_read_for_sm90_and_nan_elsewhere(table):
+    spill = table[table.stack_bytes > 1000].iloc[0]
+    args = [spill[k] for k in KEY]
+    for gpu in ("H200", "H100"):
+        reg, stack = compiled_resources("triton_attention", [gpu], *[[a] for a in args])
+        assert (reg[0], stack[0]) == (spill.registers, spill.stack_bytes)
+    reg, stack = compiled_resources("triton_attention", ["A100"], *[[a] for a in args])
+    assert np.isnan(reg[0]) and np.isnan(stack[0])
+    outside = [*args[:3], 256, *args[4:]]  # block_m 256: outside the space
+    assert np.isnan(compiled_resources("triton_attention", ["H200"], *[[a] for a in outside])[0][0])
+    # many rows: each distinct key looked up once, answers in row order
+    reg, _ = compiled_resources("triton_attention", ["H200", "A100", "H200"], *[[a, a, a] for a in args])
+    assert reg[0] == reg[2] == spill.registers and np.isnan(reg[1])
+
+
+def _row(gpu: str, key: pd.Series) -> pd.DataFrame:
+    cfg = {k: int(key[k]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
+    desc = parse_desc(
+        dict(op="attention", gpu=gpu, dtype=key["dtype"], backend="triton", batch=4, heads_q=16, heads_kv=16,
+             seq_q=4096, seq_kv=4096, head_dim=int(key["head_dim"]), causal=bool(key["causal"]), config=cfg)
+    )  # fmt: skip
+    return pd.DataFrame([desc.to_row()])
+
+
+def test_the_attention_features_take_spills_from_the_table_and_estimate_off_it(table):
+    key = table[(table.stack_bytes > 1000) & (table.block_m * table.block_n <= 64 * 64)].iloc[0]
+    f = build_features(_row("H200", key), "attention").iloc[0]
+    assert f["spilled_registers"] == key["stack_bytes"] / 4
+    assert f["registers_per_thread"] == key["registers"] + key["stack_bytes"] / 4
+    estimate = triton_attention_registers(
+        *(np.float64(key[k]) for k in ("block_m", "block_n", "head_dim", "num_warps"))
+    )
+    f = build_features(_row("A100", key), "attention").iloc[0]  # sm_80: no table, the estimate
+    assert f["registers_per_thread"] == pytest.approx(estimate)
+    assert f["spilled_registers"] == pytest.approx(max(estimate - 255, 0.0))
+
+
+def test_the_space_is_one_description_per_key_with_distinct_compile_classes():
+    rows = space_rows("triton_attention", "H200")
+    assert len(rows) == 2304
+    assert len({class_id(with_config(r)) for r in rows}) == 2304
+    with pytest.raises(ValueError, match="--space must be one of triton_attention; got 'gemm'"):
+        space_rows("gemm", "H200")
+
+
+def test_the_cli_takes_datasets_or_a_space(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--space", "triton_attention", "--datasets", str(tmp_path), "--out", str(tmp_path / "f.jsonl")])
+    assert "give --datasets or --space" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--space", "triton_attention", "--serving", str(tmp_path), "--out", str(tmp_path / "f.jsonl")])
+    assert "--serving needs --space and --table" in capsys.readouterr().err
