@@ -2,7 +2,8 @@
 train side (``training.run.fit_fold``, the shipped recipe) and scored on its held-out side, kernelcast rows only,
 per backend. ``random`` holds out shapes (the frozen split), ``config`` Triton configs (five fixed folds).
 
-Usage: python benchmarks/eval_folds.py --op attention [--backend triton] [--split config] [--folds 0,1]
+Usage: python benchmarks/eval_folds.py --op attention [--backend triton] [--source kernelcast] [--split config]
+       [--folds 0,1]
        [--params '{"n_estimators": 600}'] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_folds_<op>.json).
 """
@@ -46,12 +47,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--op", required=True)
     ap.add_argument("--backend", help="train and score only this backend's rows (own-tree backends: the same trees)")
+    ap.add_argument("--source", choices=data.SOURCES, help="train on this source's rows only (default: all)")
     ap.add_argument("--split", default="random", choices=("random", "config"))
     ap.add_argument("--folds", default="0", help="comma-separated fold indices of the split (random has one: 0)")
     ap.add_argument("--params", default="{}", help="LatencyRegressor overrides as JSON")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
-    cfg = RunConfig(op=args.op, backend=args.backend, params=json.loads(args.params), log_mlflow=False)
+    sources = (args.source,) if args.source else data.SOURCES
+    cfg = RunConfig(op=args.op, sources=sources, backend=args.backend, params=json.loads(args.params), log_mlflow=False)
     frame = load(cfg)
     hashes = data.shape_hash(frame, cfg.op)
     splits = make_splits(args.split, frame, hashes, None)

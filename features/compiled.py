@@ -88,14 +88,18 @@ def compiled_resources(kernel: str, gpu, *columns) -> tuple[np.ndarray, np.ndarr
     """(registers, stack bytes) per row as compiled for the row's GPU architecture; NaN where no table holds the
     row's key. ``columns``: the kernel's ``KEYS`` in order, one array (or scalar) each."""
     gpu = np.atleast_1d(np.asarray(gpu, dtype=object))
+    if len(gpu) == 1:  # one description: no array of keys to build
+        hit = _lookup(kernel, str(gpu[0]), [np.ravel(c)[0] for c in columns])
+        return np.asarray([hit[0]]), np.asarray([hit[1]])
     n = len(gpu)
     cols = [np.broadcast_to(np.atleast_1d(np.asarray(c, dtype=object)), (n,)) for c in columns]
-    codes, first = key_codes(gpu, *cols) if n > 1 else (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
-    found = np.full((len(first), len(VALUES)), np.nan)
-    for j, i in enumerate(first):  # each distinct (GPU, key) looked up once
-        table = _table(kernel, _capability(str(gpu[i])))
-        hit = None if table is None else table.get(_key(kernel, [c[i] for c in cols]))
-        if hit is not None:
-            found[j] = hit
+    codes, first = key_codes(gpu, *cols)
+    found = np.asarray([_lookup(kernel, str(gpu[i]), [c[i] for c in cols]) for i in first])  # once per distinct key
     out = found[codes]
     return out[:, 0], out[:, 1]
+
+
+def _lookup(kernel: str, gpu: str, values) -> tuple[float, float]:
+    table = _table(kernel, _capability(gpu))
+    hit = None if table is None else table.get(_key(kernel, values))
+    return (np.nan, np.nan) if hit is None else hit
