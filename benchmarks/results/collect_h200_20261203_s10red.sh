@@ -7,10 +7,5 @@
 NAME=kc1203s10r source benchmarks/results/device_common.sh
 measure red_test3 reduction_test3 1022 90
 measure red_wide3 reduction_wide3 1023 $(budget 150)
-log "start gpu tests"
-python3 -m pytest -q -x tests/test_gpu_workloads.py > "$W/gpu_tests.log" 2>&1
-log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
-cp "$W/gpu_tests.log" "$OUT/"
-gpu_state
-log "done, $(left)s left"
-cp "$W/call.log" "$OUT/"
+gpu_tests
+finish

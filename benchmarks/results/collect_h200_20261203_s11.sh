@@ -24,6 +24,4 @@ measure s11_train triton_attention_wide7 1031 $(budget 90)
 wait $FACTS
 log "facts $(cat "$W/facts.log") $(tail -c 300 "$W/facts.err" | tr '\r\n' '  ')"
 tar czf "$OUT/facts.tar.gz" -C "$W" facts facts.log facts.err
-gpu_state
-log "done, $(left)s left"
-cp "$W/call.log" "$OUT/"
+finish

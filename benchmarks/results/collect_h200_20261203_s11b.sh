@@ -8,10 +8,5 @@ python3 -m kernelcast.collect.precompile --sweeps triton_attention_wide8 --seed 
   --log "$W/precompile.jsonl" 2>> "$W/precompile.err"
 log "precompile $(grep precompile_done "$W/precompile.jsonl" | tr '\n' ' ')"
 measure s11b_train triton_attention_wide8 1032 $(budget 200)
-log "start gpu tests"
-python3 -m pytest -q -x tests/test_gpu_workloads.py > "$W/gpu_tests.log" 2>&1
-log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
-cp "$W/gpu_tests.log" "$OUT/"
-gpu_state
-log "done, $(left)s left"
-cp "$W/call.log" "$OUT/"
+gpu_tests
+finish

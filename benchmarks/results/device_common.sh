@@ -24,3 +24,16 @@ measure() {
   log "end $1 rc=$? $(tail -n 2 "$W/$1.log" | tr '\n' ' ')"
   tar czf "$OUT/$1.tar.gz" -C "$W" "$1" "$1.log"
 }
+# the GPU tests on this tree; their log goes back as gpu_tests.log
+gpu_tests() {
+  log "start gpu tests"
+  python3 -m pytest -q -x tests/test_gpu_workloads.py > "$W/gpu_tests.log" 2>&1
+  log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
+  cp "$W/gpu_tests.log" "$OUT/"
+}
+# the GPU's state, the time left, and the call log back
+finish() {
+  gpu_state
+  log "done, $(left)s left"
+  cp "$W/call.log" "$OUT/"
+}
