@@ -19,6 +19,7 @@ class TensorMeta:
     stride: tuple[int, ...]
     dtype: str  # torch's name without the prefix: bfloat16, float32, int64, bool
     contiguous: bool
+    storage: int = field(default=0, compare=False)  # which storage it views (0: unknown), to follow data between ops
 
     @property
     def numel(self) -> int:
@@ -42,7 +43,11 @@ def _meta(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
         shape = tuple(int(s) for s in x.shape)
         return TensorMeta(
-            shape, tuple(int(s) for s in x.stride()), str(x.dtype).removeprefix("torch."), x.is_contiguous()
+            shape,
+            tuple(int(s) for s in x.stride()),
+            str(x.dtype).removeprefix("torch."),
+            x.is_contiguous(),
+            x.untyped_storage()._cdata,
         )
     if isinstance(x, (list, tuple)):
         return type(x)(_meta(v) for v in x)
@@ -74,6 +79,7 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
 
     cap = Capture()
     state = {"paused": False, "last": None}
+    alive = []  # every output stays referenced until the capture ends, so no two tensors share a storage id
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func, types, a=(), kw=None):
@@ -96,6 +102,7 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
             out = func(*a, **kw)
             if not state["paused"]:
                 cap.ops.append(OpRecord(str(func), _meta(tuple(a)), _meta(kw), _outputs(out)))
+                alive.append(out)
             return out
 
     try:

@@ -117,3 +117,19 @@ def test_tune_verify_measures_on_the_gpu():
     out = verify_configs(desc, top=3)
     assert (out["status"] == "ok").any() and out.attrs["regret"] >= 1.0
     assert out.attrs["best_us"] == out["measured_us"].min()
+
+
+def test_eager_job_times_each_kernel_of_a_graph(tmp_path):
+    import json
+
+    from kernelcast.collect import eager_job
+
+    assert eager_job.main(["--out", str(tmp_path), "--graphs", "0:3", "--batch", "2", "--repeats", "3"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "eager.jsonl").read_text().splitlines()]
+    assert [r["seed"] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert "error" not in r, r.get("error")
+        assert r["kernels"] and all(k[1] > 0 and k[2] <= k[1] <= k[3] for k in r["kernels"])
+        assert len(r["eager_device_us"]) == 3
+    assert eager_job.main(["--out", str(tmp_path), "--graphs", "0:3"]) == 0  # resumed: nothing measured twice
+    assert len((tmp_path / "eager.jsonl").read_text().splitlines()) == 3
