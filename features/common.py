@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, SMALL, Rule
+from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, MAX_ELEMENTS, SMALL, IntField, Rule
 from kernelcast.features.gpu import get_gpu
 
 #: GPU spec numbers every feature row carries, in this order
@@ -317,6 +317,23 @@ def stream_features(nbytes: np.ndarray, elements: np.ndarray, flops: np.ndarray,
         "wave_efficiency": wave_eff,
         "fits_l2": (nbytes <= gpu["l2_bytes"]).astype(np.float64),
         "bytes_per_sm": nbytes / gpu["sm_count"],
+    }
+
+
+#: bytes of a kernel's reads that an earlier kernel of the same call left in L2 (0: all cold, as the harness times a
+#: kernel alone after an L2 flush). ``predict_module`` follows the data between a call's kernels to fill it; the
+#: fused descriptions carry it from Inductor's wrapper code.
+WARM_BYTES = IntField(0, MAX_ELEMENTS, default=0)
+
+
+def warm_features(cols, nbytes: np.ndarray, gpu) -> dict[str, np.ndarray]:
+    """What the warm share of a kernel's reads changes: the share, and the bytes and HBM floor of the cold rest."""
+    nbytes = np.asarray(nbytes, dtype=np.float64)
+    warm = np.minimum(np.asarray(cols["warm_bytes"], dtype=np.float64), nbytes)
+    return {
+        "warm_share": warm / nbytes,
+        "log_cold_bytes": np.log2(np.maximum(nbytes - warm, 1.0)),
+        "cold_memory_floor_us": (nbytes - warm) / gpu["memory_bandwidth_bps"] * 1e6,
     }
 
 

@@ -119,13 +119,14 @@ def base_name(name: str) -> str:
     return name.split(".")[1] if name.startswith("aten.") else name
 
 
-def _tensors(x: Any) -> list[TensorMeta]:
+def tensor_args(x: Any) -> list[TensorMeta]:
+    """Every tensor in an op's arguments, lists and dicts flattened, in order."""
     if isinstance(x, TensorMeta):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors(v)]
+        return [t for v in x for t in tensor_args(v)]
     if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
+        return [t for v in x.values() for t in tensor_args(v)]
     return []
 
 
@@ -248,7 +249,7 @@ def _common(dtype: str, op: str) -> dict:
 
 def _pointwise(rec: OpRecord, fn: str) -> Lowered:
     out = rec.outputs[0]
-    ins = [t for t in _tensors(rec.args) + _tensors(rec.kwargs) if t.numel > 1]
+    ins = [t for t in tensor_args(rec.args) + tensor_args(rec.kwargs) if t.numel > 1]
     if fn == "fill":
         ins = []
     full = [t for t in ins if t.numel == out.numel]
@@ -382,7 +383,7 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
         return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "gather", run, table_rows=max(rows, 1)),))
     # scatters: index_add(self, dim, index, source), index_put(self, indices, values), scatter(self, dim, index, src)
     dst = rec.args[0]
-    src = next((t for t in _tensors(rec.args[1:]) if _dtype(t) == _dtype(dst)), None)
+    src = next((t for t in tensor_args(rec.args[1:]) if _dtype(t) == _dtype(dst)), None)
     moved = src.numel if src is not None else dst.numel
     dim = rec.args[1] if name.startswith(("index_add", "scatter")) and isinstance(rec.args[1], int) else 0
     dim %= max(len(dst.shape), 1)

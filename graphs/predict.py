@@ -16,9 +16,11 @@ import pandas as pd
 
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.gpu import get_gpu
+from kernelcast.features.ops import get_op
 from kernelcast.graphs import host
 from kernelcast.graphs.capture import Capture, capture
-from kernelcast.graphs.lower import check_routing, lower
+from kernelcast.graphs.l2 import L2Reads
+from kernelcast.graphs.lower import check_routing, lower, tensor_args
 from kernelcast.predictors.dispatch import predict_many
 
 MODES = ("eager", "compile")
@@ -80,11 +82,20 @@ class WorkloadPrediction:
         }
 
 
-def kernel_table(
+def warm_aware(family: str | None) -> bool:
+    """Whether ``family``'s descriptions say how much of a kernel's reads are warm in L2 (its model then answers for
+    the kernel inside a call, and ``in_sequence`` leaves it alone)."""
+    return family is not None and "warm_bytes" in get_op(family).fields
+
+
+def kernel_descs(
     cap: Capture, gpu: str, routing: Any = "balanced"
-) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[str, ...]]:
-    """Rows (one per kernel) with predictions; the (op index, family) of every captured op; the assumptions made."""
+) -> tuple[pd.DataFrame, list[tuple[int, str]], list[str]]:
+    """Rows (one per kernel: op index, aten op, family, description key or the reason there is none); the (op index,
+    family) of every captured op; the assumptions made. A warm-aware family's kernel carries the bytes of its reads
+    an earlier kernel of the call left in L2 (``graphs.l2``)."""
     rows, fams, notes = [], [], []
+    l2 = L2Reads(get_gpu(gpu).l2_bytes)
     for i, rec in enumerate(cap.ops):
         low = lower(rec, gpu, routing)
         if low.assumption and low.assumption not in notes:
@@ -92,17 +103,28 @@ def kernel_table(
         if low.unmapped:
             rows.append({"op_index": i, "aten_op": low.op, "family": None, "desc": None, "note": low.unmapped})
             fams.append((i, "unmapped"))
-            continue
-        fams.append((i, low.descs[0]["op"] if low.descs else None))
-        for d in low.descs:
+        else:
+            fams.append((i, low.descs[0]["op"] if low.descs else None))
+        if low.unmapped or low.descs:  # a kernel runs: its reads may be warm, and what it touches is now in L2
+            warm = l2.kernel(tensor_args(rec.args), list(rec.outputs))
+        for j, d in enumerate(low.descs):
             full = {**d, "gpu": gpu}
+            if j == 0 and warm and warm_aware(d["op"]):
+                full["warm_bytes"] = warm
             try:
                 key = parse_desc(full).key()
             except ValueError as exc:
                 rows.append({"op_index": i, "aten_op": low.op, "family": d["op"], "desc": None, "note": str(exc)})
                 continue
             rows.append({"op_index": i, "aten_op": low.op, "family": d["op"], "desc": key, "note": low.assumption})
-    table = pd.DataFrame(rows, columns=["op_index", "aten_op", "family", "desc", "note"])
+    return pd.DataFrame(rows, columns=["op_index", "aten_op", "family", "desc", "note"]), fams, notes
+
+
+def kernel_table(
+    cap: Capture, gpu: str, routing: Any = "balanced"
+) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[str, ...]]:
+    """Rows (one per kernel) with predictions; the (op index, family) of every captured op; the assumptions made."""
+    table, fams, notes = kernel_descs(cap, gpu, routing)
     mapped = table["desc"].notna()
     uniq = list(dict.fromkeys(table.loc[mapped, "desc"]))
     if uniq:
@@ -115,7 +137,8 @@ def kernel_table(
         in_sequence(table, gpu)
         notes.append(
             f"kernels in sequence: the L2 write-back of a cold-L2 label removed ({L2_WRITEBACK:g} x min(bytes, L2) "
-            "at HBM bandwidth for kernels not compute-bound); label_us is the kernel alone"
+            "at HBM bandwidth for kernels not compute-bound and not of a warm-aware family); label_us is the kernel "
+            "alone"
         )
     table.loc[~mapped, "model"] = "unmapped"
     return table, fams, tuple(notes)
@@ -136,7 +159,8 @@ def in_sequence(table: pd.DataFrame, gpu: str, factor: float | None = None) -> N
     f = L2_WRITEBACK if factor is None else factor
     lab = table["label_us"].astype(float)
     floor = table["floor_us"].astype(float)
-    memory_side = (table["bound"] != "compute").to_numpy()
+    own = table["family"].map(lambda f: isinstance(f, str) and warm_aware(f)).to_numpy(dtype=bool)
+    memory_side = (table["bound"] != "compute").to_numpy() & ~own
     delta = np.where(memory_side, f * np.minimum(floor, l2_us), 0.0)
     new = np.maximum(lab - delta, floor)
     ratio = np.where(lab > 0, new / lab, 1.0)

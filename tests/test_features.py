@@ -176,7 +176,14 @@ PINNED = {
 def test_feature_names_and_order_are_pinned(op):
     # A shipped model pins both: a changed name list is refused by the manifest's name check (retrain that op);
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
-    assert feature_version(op) == {"gemm": "6", "attention": "9", "moe": "6", "reduction": "6"}.get(op, "5")
+    assert feature_version(op) == {
+        "gemm": "6",
+        "attention": "9",
+        "moe": "6",
+        "reduction": "7",
+        "elementwise": "6",
+        "copy": "6",
+    }.get(op, "5")
     assert feature_names(op) == PINNED[op]
 
 

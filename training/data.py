@@ -55,18 +55,22 @@ def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
     return out
 
 
-def _read_parquet(files: list[tuple[Path, str]]) -> pd.DataFrame:
+def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -> pd.DataFrame:
     """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role
-    and name."""
+    and name; a description field a file was written without (added later) takes its constant default there."""
     import pyarrow as pa
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
 
-    schema = pa.unify_schemas([pq.read_schema(f).remove_metadata() for f, _ in files])
-    parts = [
-        pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas().assign(role=role, file=f.name)
-        for f, role in files
-    ]
+    own = [pq.read_schema(f).remove_metadata() for f, _ in files]
+    schema = pa.unify_schemas(own)
+    parts = []
+    for (f, role), names in zip(files, own):
+        part = pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas()
+        for name, value in (defaults or {}).items():
+            if name not in names.names:
+                part[name] = value
+        parts.append(part.assign(role=role, file=f.name))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -74,7 +78,9 @@ def _own_rows(op: str, datasets: Path, roles) -> pd.DataFrame | None:
     files = [(f, r) for f, r in card_files(datasets, op) if r in roles]
     if not files:
         return None
-    frame = _read_parquet(files)
+    fields = get_op(op).fields
+    constant = {n: f.default for n, f in fields.items() if f.default is not None and not callable(f.default)}
+    frame = _read_parquet(files, constant)
     # labels are originals timed by the dataset's own timer: re-measurements (noise floor) and ncu's
     # one-replay rows (metrics) sit beside them and are not training rows
     if "repeat_of" in frame:

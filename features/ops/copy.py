@@ -7,11 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.features.common import (
+    WARM_BYTES,
     lookup,
     stream_assumptions,
     stream_features,
     stream_latency,
     stream_learned_features,
+    warm_features,
 )
 from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule
 from kernelcast.features.ops import OpSpec, register
@@ -48,8 +50,10 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
     run = np.asarray(cols["run"], dtype=np.float64)
     b = lookup(cols["dtype"], "bytes")
     table = np.asarray(cols["table_rows"], dtype=np.float64)
+    nbytes = copy_bytes(cols)
     return {
-        **stream_features(copy_bytes(cols), e, copy_flops(cols), gpu),
+        **stream_features(nbytes, e, copy_flops(cols), gpu),
+        **warm_features(cols, nbytes, gpu),
         "log_run": np.log2(run),
         "log_run_bytes": np.log2(run * b),
         "log_runs": np.log2(e / run),
@@ -72,6 +76,7 @@ SPEC = register(
             "run": IntField(1, MAX_ELEMENTS, default=_default_run),
             "inputs": IntField(1, 4096, default=1),
             "table_rows": IntField(1, MAX_ELEMENTS, default=_default_table),
+            "warm_bytes": WARM_BYTES,
         },
         dtypes=("fp32", "bf16", "fp16", "fp8_e4m3", "int64", "int32", "bool"),
         backends=("torch",),

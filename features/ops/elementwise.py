@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.features.common import (
+    WARM_BYTES,
     lookup,
     stream_assumptions,
     stream_features,
     stream_latency,
     stream_learned_features,
+    warm_features,
 )
 from kernelcast.features.fields import MAX_ELEMENTS, BoolField, ChoiceField, IntField, Rule, canonical_dtype
 from kernelcast.features.ops import OpSpec, register
@@ -62,7 +64,8 @@ def elementwise_flops(cols) -> np.ndarray:
 
 def elementwise_features(cols, gpu) -> dict[str, np.ndarray]:
     e = np.asarray(cols["elements"], dtype=np.float64)
-    f = stream_features(elementwise_bytes(cols), e, elementwise_flops(cols), gpu)
+    nbytes = elementwise_bytes(cols)
+    f = {**stream_features(nbytes, e, elementwise_flops(cols), gpu), **warm_features(cols, nbytes, gpu)}
     in_b, out_b = lookup(cols["in_dtype"], "bytes"), lookup(cols["dtype"], "bytes")
     bcast = np.asarray(cols["broadcast_elements"], dtype=np.float64)
     return {
@@ -95,6 +98,7 @@ SPEC = register(
             "broadcast_elements": IntField(1, MAX_ELEMENTS, default=1),
             "in_dtype": ChoiceField(DTYPES, default=_default_in_dtype, canon=canonical_dtype),
             "contiguous": BoolField(default=True),
+            "warm_bytes": WARM_BYTES,
         },
         dtypes=DTYPES,
         backends=("torch",),

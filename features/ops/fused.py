@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.features.common import stream_assumptions, stream_features, stream_latency, stream_learned_features
+from kernelcast.features.common import (
+    WARM_BYTES,
+    stream_assumptions,
+    stream_features,
+    stream_latency,
+    stream_learned_features,
+    warm_features,
+)
 from kernelcast.features.fields import MAX_ELEMENTS, BoolField, Check, ChoiceField, CustomField, IntField, is_absent
 from kernelcast.features.fused_code import HINTS, KINDS, TritonKernel
 from kernelcast.features.ops import OpSpec, register
@@ -93,10 +100,7 @@ def fused_features(cols, gpu) -> dict[str, np.ndarray]:
     out["index_ops"] = np.asarray(cols["index_ops"], dtype=np.float64)
     out["unaligned_args"] = np.asarray(cols["unaligned_args"], dtype=np.float64)
     out["numel_aligned"] = np.asarray(cols["numel_aligned"], dtype=np.float64)
-    warm = np.asarray(cols["warm_bytes"], dtype=np.float64)
-    out["warm_share"] = warm / nbytes
-    out["log_cold_bytes"] = np.log2(np.maximum(nbytes - warm, 1.0))
-    out["cold_memory_floor_us"] = (nbytes - warm) / gpu["memory_bandwidth_bps"] * 1e6
+    out.update(warm_features(cols, nbytes, gpu))
     out["math_per_byte"] = out["math"] * e / nbytes
     return out
 
@@ -128,7 +132,7 @@ SPEC = register(
             "casts": IntField(0, 1 << 16, default=0),
             "consts": IntField(0, 1 << 16, default=0),
             "hint": ChoiceField(HINTS, default="none"),
-            "warm_bytes": IntField(0, MAX_ELEMENTS, default=0),
+            "warm_bytes": WARM_BYTES,
             "unaligned_args": IntField(0, 4096, default=0),
             "numel_aligned": BoolField(default=True),
             "broadcast_loads": IntField(0, 4096, default=0),

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.features.common import (
+    WARM_BYTES,
     lookup,
     stream_assumptions,
     stream_features,
     stream_latency,
     stream_learned_features,
     tile_waves,
+    warm_features,
 )
 from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule, canonical_dtype
 from kernelcast.features.ops import OpSpec, register
@@ -75,7 +77,8 @@ def reduction_flops(cols) -> np.ndarray:
 
 def reduction_features(cols, gpu) -> dict[str, np.ndarray]:
     outer, red, inner = (np.asarray(cols[c], dtype=np.float64) for c in ("outer", "reduce", "inner"))
-    f = stream_features(reduction_bytes(cols), outer * red * inner, reduction_flops(cols), gpu)
+    nbytes = reduction_bytes(cols)
+    f = {**stream_features(nbytes, outer * red * inner, reduction_flops(cols), gpu), **warm_features(cols, nbytes, gpu)}
     rows = outer * inner  # independent reductions
     config = reduce_config(cols, gpu)
     plan = kernel_plan(cols, config["ctas_per_output"])
@@ -331,6 +334,7 @@ SPEC = register(
             "fn": ChoiceField(FNS),
             "k": IntField(1, 1 << 20, default=1),
             "out_dtype": ChoiceField(("fp32", "bf16", "fp16"), default=_default_out_dtype, canon=canonical_dtype),
+            "warm_bytes": WARM_BYTES,
         },
         dtypes=("fp32", "bf16", "fp16"),
         backends=("torch",),
