@@ -329,7 +329,8 @@ WARM_BYTES = IntField(0, MAX_ELEMENTS, default=0)
 def warm_features(cols, nbytes: np.ndarray, gpu) -> dict[str, np.ndarray]:
     """What the warm share of a kernel's reads changes: the share, and the bytes and HBM floor of the cold rest."""
     nbytes = np.asarray(nbytes, dtype=np.float64)
-    warm = np.minimum(np.asarray(cols["warm_bytes"], dtype=np.float64), nbytes)
+    given = cols["warm_bytes"] if "warm_bytes" in cols else 0.0  # absent: the field's default, all reads cold
+    warm = np.minimum(np.asarray(given, dtype=np.float64), nbytes)
     return {
         "warm_share": warm / nbytes,
         "log_cold_bytes": np.log2(np.maximum(nbytes - warm, 1.0)),
