@@ -188,23 +188,35 @@ def category_codes(values, cats: tuple[str, ...], n: int) -> np.ndarray:
     return np.asarray([lookup.get(str(u), -1) for u in uniq] + [-1], dtype=np.intp)[inverse]
 
 
-def source_codes(x: np.ndarray, op: str) -> np.ndarray:
-    """Each row's source as its index in ``categories(op)["source"]`` (-1: none), read off the matrix."""
-    sources = categories(op)["source"]
-    first = _matrix_columns(op).index(f"source={sources[0]}")
-    block = x[:, first : first + len(sources)]
+def onehot_codes(x: np.ndarray, op: str, name: str) -> np.ndarray:
+    """Each row's ``name`` (a one-hot description column) as its index in ``categories(op)[name]`` (-1: none)."""
+    values = categories(op)[name]
+    first = _matrix_columns(op).index(f"{name}={values[0]}")
+    block = x[:, first : first + len(values)]
     return np.where(block.any(axis=1), block.argmax(axis=1), -1)
 
 
+def source_codes(x: np.ndarray, op: str) -> np.ndarray:
+    """Each row's source as its index in ``categories(op)["source"]`` (-1: none), read off the matrix."""
+    return onehot_codes(x, op, "source")
+
+
 def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndarray:
-    """Each row's conformal offset: its source's (Mondrian calibration) when calibrated, else the global one."""
+    """Each row's conformal offset (Mondrian calibration): its (source, backend) cell's where calibrated
+    (``by_backend``, keys ``source/backend``), else its source's, else the global one."""
     sources = categories(op)["source"]
-    table = [conformal.get("by_source", {}).get(s, conformal["offset"]) for s in sources] + [conformal["offset"]]
-    if len(x) == 1:  # one row: its source read off the row (``source_codes``'s rule)
-        first = _matrix_columns(op).index(f"source={sources[0]}")
-        block = x[0, first : first + len(sources)]
-        return np.asarray([table[int(block.argmax()) if block.any() else -1]])
-    return np.asarray(table)[source_codes(x, op)]  # -1 picks the trailing global offset
+    glob = conformal["offset"]
+    src = source_codes(x, op)
+    out = np.asarray([conformal.get("by_source", {}).get(s, glob) for s in sources] + [glob])[src]
+    cells = conformal.get("by_backend") or {}
+    if cells:
+        backend = onehot_codes(x, op, "backend")
+        backends = categories(op)["backend"]
+        for key, offset in cells.items():
+            s, b = key.split("/", 1)
+            if s in sources and b in backends:
+                out = np.where((src == sources.index(s)) & (backend == backends.index(b)), offset, out)
+    return out
 
 
 def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
@@ -251,7 +263,9 @@ def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> Non
 def _offset_problems(conformal: Any) -> list[str]:
     if not isinstance(conformal, Mapping):
         return ["conformal is not a mapping"]
-    offsets = [conformal.get("offset")] + list((conformal.get("by_source") or {}).values())
+    offsets = [conformal.get("offset")] + [
+        o for cells in ("by_source", "by_backend") for o in (conformal.get(cells) or {}).values()
+    ]
     bad = [o for o in offsets if not isinstance(o, (int, float)) or isinstance(o, bool) or not math.isfinite(o)]
     return [f"conformal offsets must be finite numbers; got {bad[0]!r}"] if bad else []
 
