@@ -190,6 +190,29 @@ def test_row_offsets_use_each_sources_calibration():
     x[1, columns.index("source=aiconfigurator")] = 1  # row 2: no source column set
     conformal = {"offset": 0.1, "by_source": {"kernelcast": 0.3}}
     assert learned.row_offsets(x, op, conformal).tolist() == pytest.approx([0.3, 0.1, 0.1])
+    x[0, columns.index("backend=cublas")] = 1
+    x[1, columns.index("backend=cublas")] = 1  # an aiconfigurator row: the kernelcast/cublas cell is not its own
+    cells = {**conformal, "by_backend": {"kernelcast/cublas": 0.5, "kernelcast/triton": 0.7}}
+    assert learned.row_offsets(x, op, cells).tolist() == pytest.approx([0.5, 0.1, 0.1])
+
+
+def test_calibration_gives_each_backend_its_offset():
+    """Mondrian calibration per (source, backend) on calibration scores (synthetic: two backends, one twice as
+    spread): each cell's offset is its own scores' conformal quantile, the global one is the pooled one's."""
+    from kernelcast.training.xgb import LatencyRegressor, conformal_offset
+
+    op = "gemm"
+    columns = learned.matrix_columns(op)
+    rng = np.random.default_rng(0)
+    x = np.zeros((1000, len(columns)), dtype=np.float32)
+    x[:, columns.index("source=kernelcast")] = 1
+    x[:500, columns.index("backend=cublas")] = 1
+    x[500:, columns.index("backend=triton")] = 1
+    scores = np.concatenate([rng.normal(0, 0.1, 500), rng.normal(0, 0.2, 500)])
+    got = LatencyRegressor(op)._calibrate(x, scores)
+    assert got["by_backend"]["kernelcast/cublas"] == conformal_offset(scores[:500], 0.8)
+    assert got["by_backend"]["kernelcast/triton"] == conformal_offset(scores[500:], 0.8)
+    assert got["offset"] == conformal_offset(scores, 0.8) == got["by_source"]["kernelcast"]
 
 
 def test_feature_matrix_one_hot_per_category_group():
