@@ -46,6 +46,10 @@ class GnnConfig:
     huber_beta: float = 0.05  # Huber (smooth L1) transition on the log target: near L1, i.e. toward the median
     threads: int = 1  # torch CPU threads (1: on the shared 2-core host, 2 threads ran ~10x slower per epoch)
     seed: int = 0  # init and shuffling
+    #: per-step decay of the exponential moving average of the weights, which is validated, kept and served (about
+    #: two epochs of steps; 0: the raw weights). The raw weights' validation score moved ±0.5 points from epoch to
+    #: epoch, so the epoch early stopping picked was partly chance (benchmarks/RESULTS.md §27).
+    ema_decay: float = 0.995
 
 
 def task_hashes(tasks) -> np.ndarray:
@@ -97,6 +101,8 @@ class GnnRegressor:
         rng = np.random.default_rng(c.seed)
         yt = torch.from_numpy(y.astype(np.float32))
         best, best_state, best_epoch, history = np.inf, None, -1, []
+        ema = served.build_net(NODE_FEATURES, g.shape[1], c.width, c.layers, c.conv, c.inject)
+        ema.load_state_dict(net.state_dict())
         for epoch in range(c.max_epochs):
             net.train()
             order = rng.permutation(fit_idx)
@@ -109,9 +115,12 @@ class GnnRegressor:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+                with torch.no_grad():
+                    for avg, raw in zip(ema.parameters(), net.parameters()):
+                        avg.mul_(c.ema_decay).add_(raw, alpha=1.0 - c.ema_decay)
                 total += loss.item() * len(idx)
-            net.eval()
-            val_pred = self._predict_log(net, [graphs[j] for j in val_idx], g[val_idx])
+            ema.eval()
+            val_pred = self._predict_log(ema, [graphs[j] for j in val_idx], g[val_idx])
             score = float(np.median(_ape(val_pred, y[val_idx])))
             sched.step(score)
             history.append({"epoch": epoch, "train_loss": total / len(fit_idx), "val_median_ape": score})
@@ -122,7 +131,7 @@ class GnnRegressor:
                 )
             if score < best:
                 best, best_epoch = score, epoch
-                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+                best_state = {k: v.detach().clone() for k, v in ema.state_dict().items()}
             if epoch - best_epoch >= c.patience or time.time() - start > c.max_seconds:
                 break
         net.load_state_dict(best_state)
