@@ -206,6 +206,8 @@ def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndar
     (``by_backend``, keys ``source/backend``), else its source's, else the global one."""
     sources = categories(op)["source"]
     glob = conformal["offset"]
+    if len(x) == 1:  # one row: a lookup, not array passes (``onehot_codes``'s rule read off the row)
+        return np.asarray([_one_row_offset(x[0], op, conformal)])
     src = source_codes(x, op)
     out = np.asarray([conformal.get("by_source", {}).get(s, glob) for s in sources] + [glob])[src]
     cells = conformal.get("by_backend") or {}
@@ -217,6 +219,24 @@ def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndar
             if s in sources and b in backends:
                 out = np.where((src == sources.index(s)) & (backend == backends.index(b)), offset, out)
     return out
+
+
+def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> float:
+    columns, cats = _matrix_columns(op), categories(op)
+
+    def value(name: str) -> str | None:
+        values = cats[name]
+        first = columns.index(f"{name}={values[0]}")
+        block = row[first : first + len(values)]
+        return values[int(block.argmax())] if block.any() else None
+
+    source = value("source")
+    cells = conformal.get("by_backend") or {}
+    if source is not None and cells:
+        offset = cells.get(f"{source}/{value('backend')}")
+        if offset is not None:
+            return offset
+    return conformal.get("by_source", {}).get(source, conformal["offset"])
 
 
 def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):

@@ -194,6 +194,7 @@ def test_row_offsets_use_each_sources_calibration():
     x[1, columns.index("backend=cublas")] = 1  # an aiconfigurator row: the kernelcast/cublas cell is not its own
     cells = {**conformal, "by_backend": {"kernelcast/cublas": 0.5, "kernelcast/triton": 0.7}}
     assert learned.row_offsets(x, op, cells).tolist() == pytest.approx([0.5, 0.1, 0.1])
+    assert [learned.row_offsets(x[i : i + 1], op, cells)[0] for i in range(3)] == pytest.approx([0.5, 0.1, 0.1])
 
 
 def test_calibration_gives_each_backend_its_offset():
