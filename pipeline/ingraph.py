@@ -10,8 +10,8 @@ multiple of 4) is one ``layer_norm``. A graph is used only when the groups and t
 the rest are counted by reason. Labels: the group's summed median over the call's repeats (p10/p90 likewise).
 
 ``datasets/<op>/kernelcast_h200_sxm_<day>_<tag>.parquet``: rows in the family's schema, ``method`` = ``cupti in
-call`` (the harness's rows say ``cupti``), ``repeat_of`` empty; a kernel whose description an independent test file
-of its family holds is dropped.
+call`` (the harness's rows say ``cupti``), ``repeat_of`` empty; a kernel whose description a file of the other role
+(``--role``: training rows, or an independent test set's) holds is dropped.
 
 Usage: ``python -m kernelcast.pipeline.ingraph RAW.jsonl.gz --datasets datasets --day 20261203 --tag ingraph``.
 """
@@ -125,15 +125,15 @@ def _plain(key: str) -> str:
     return json.dumps(d, sort_keys=True)
 
 
-def test_keys(datasets: Path, op: str) -> set[str]:
-    """The descriptions of ``op``'s independent test files (datasets/files.toml), as ``_plain`` keys."""
+def role_keys(datasets: Path, op: str, role: str) -> set[str]:
+    """The descriptions of ``op``'s files of ``role`` (datasets/files.toml), as ``_plain`` keys."""
     import pyarrow.parquet as pq
     import tomllib
 
     card = tomllib.loads((datasets / "files.toml").read_text())["file"]
     keys: set[str] = set()
     for f in card:
-        if f["role"] == "test" and f["path"].startswith(f"{op}/"):
+        if f["role"] == role and f["path"].startswith(f"{op}/"):
             keys |= {
                 _plain(k) for k in pq.read_table(datasets / f["path"], columns=["desc_key"])["desc_key"].to_pylist()
             }
@@ -151,6 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--ops",
         default="elementwise,reduction",
         help="families whose rows are written (copy's in-call rows disagree with its harness rows: not by default)",
+    )
+    p.add_argument(
+        "--role",
+        choices=("train", "test"),
+        default="train",
+        help="what the rows will be: kernels a file of the other role holds are dropped",
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -175,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dropped = {}
     ops = args.ops.split(",")
     for op, rows in sorted((op, rows) for op, rows in by_op.items() if op in ops):
-        held = test_keys(Path(args.datasets), op)
+        held = role_keys(Path(args.datasets), op, "train" if args.role == "test" else "test")
         kept = [r for r in rows if _plain(r["desc_key"]) not in held]
         dropped[op], rows = len(rows) - len(kept), kept
         for r in rows:
@@ -183,14 +189,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = Path(args.datasets) / op / f"kernelcast_{GPU}_{args.day}_{args.tag}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(table_from_rows(rows, row_schema(op), where=str(path)), path, compression="zstd")
-        written[op] = {"rows": len(rows), "dropped_as_test": dropped[op], "path": str(path)}
+        written[op] = {"rows": len(rows), "dropped": dropped[op], "path": str(path)}
     summary = {"graphs": len(raws), "graphs_by_outcome": dict(reasons), "files": written}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(f"ingraph: {len(raws)} graphs: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
         for op, w in written.items():
-            print(f"  {op}: {w['rows']:,} rows ({w['dropped_as_test']} a test file holds dropped) -> {w['path']}")
+            other = "a training" if args.role == "test" else "a test"
+            print(f"  {op}: {w['rows']:,} rows ({w['dropped']} {other} file holds dropped) -> {w['path']}")
     return 0
 
 
