@@ -7,6 +7,7 @@ import datetime as dt
 import errno
 import fcntl
 import importlib.metadata
+import json
 import os
 import re
 import secrets
@@ -20,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import tomllib
 
 from kernelcast.collect.api import LABEL_COLUMNS, PROVENANCE_COLUMNS
 from kernelcast.features.desc import op_fields
@@ -347,6 +349,28 @@ def read_table(files: Sequence[str | os.PathLike], columns: Sequence[str] | None
             raise ValueError(f"column {missing[0]!r} is in none of the {len(files)} dataset files")
         table = table.select(list(columns))
     return table
+
+
+def plain_key(key: str) -> str:
+    """A description key without a zero ``warm_bytes`` (files written before the field existed lack it)."""
+    d = json.loads(key)
+    if d.get("warm_bytes") == 0:
+        del d["warm_bytes"]
+    return json.dumps(d, sort_keys=True)
+
+
+def card_keys(datasets: str | os.PathLike, op: str, role: str) -> set[str]:
+    """The descriptions (``plain_key``) of ``op``'s files of ``role`` ("train" or "test") in ``datasets/files.toml``:
+    what a new file of the other role must not hold."""
+    datasets = Path(datasets)
+    if not (datasets / "files.toml").exists():  # a folder without a card (a farm's night, a test): nothing is held
+        return set()
+    card = tomllib.loads((datasets / "files.toml").read_text())["file"]
+    keys: set[str] = set()
+    for f in card:
+        if f["role"] == role and f["path"].startswith(f"{op}/"):
+            keys |= {plain_key(k) for k in read_parquet(datasets / f["path"], ["desc_key"])["desc_key"].to_pylist()}
+    return keys
 
 
 def read_dataset(root: str | os.PathLike, op: str | None = None):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from kernelcast.collect.dataset import write_atomic
+from kernelcast.collect.dataset import card_keys, plain_key, write_atomic
 from kernelcast.features import fused_code
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
@@ -162,11 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tasks.setdefault(split, []).append(task_row(row))
                 if "error" not in row:
                     kernels.setdefault(split, []).extend(kernel_rows(row, args.day, args.git_rev))
-    seen = {r["desc_key"] for split in TRAIN_SPLITS for r in kernels.get(split, [])}
-    for split in set(kernels) - set(TRAIN_SPLITS):  # a test file holds no description a training file holds
-        kept = [r for r in kernels[split] if r["desc_key"] not in seen]
+    # a test file holds no description a training file holds: test splits drop what this merge's training splits
+    # and the card's training files hold; training splits drop what the card's test files hold
+    held = {role: card_keys(args.datasets, "fused", role) for role in ("train", "test")}
+    held["train"] |= {plain_key(r["desc_key"]) for split in TRAIN_SPLITS for r in kernels.get(split, [])}
+    for split in kernels:
+        role = "train" if split in TRAIN_SPLITS else "test"
+        other = held["test" if role == "train" else "train"]
+        kept = [r for r in kernels[split] if plain_key(r["desc_key"]) not in other]
         if len(kept) < len(kernels[split]):
-            print(f"{split}: {len(kernels[split]) - len(kept)} kernels a training file also holds, dropped")
+            print(f"{split}: {len(kernels[split]) - len(kept)} kernels a file of the other role holds, dropped")
         kernels[split] = kept
     out, calls = Path(args.datasets) / "fused", Path(args.datasets) / "compiled"
     out.mkdir(parents=True, exist_ok=True)

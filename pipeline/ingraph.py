@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelcast.collect.dataset import row_schema, table_from_rows, write_atomic
+from kernelcast.collect.dataset import card_keys, plain_key, row_schema, table_from_rows, write_atomic
 from kernelcast.features.desc import op_fields
 
 GPU = "h200_sxm"
@@ -117,29 +117,6 @@ def graph_rows(raw: dict) -> tuple[list[tuple[str, dict]], str]:
     return out, "used"
 
 
-def _plain(key: str) -> str:
-    """A description key without a zero ``warm_bytes`` (files written before the field existed lack it)."""
-    d = json.loads(key)
-    if d.get("warm_bytes") == 0:
-        del d["warm_bytes"]
-    return json.dumps(d, sort_keys=True)
-
-
-def role_keys(datasets: Path, op: str, role: str) -> set[str]:
-    """The descriptions of ``op``'s files of ``role`` (datasets/files.toml), as ``_plain`` keys."""
-    import pyarrow.parquet as pq
-    import tomllib
-
-    card = tomllib.loads((datasets / "files.toml").read_text())["file"]
-    keys: set[str] = set()
-    for f in card:
-        if f["role"] == role and f["path"].startswith(f"{op}/"):
-            keys |= {
-                _plain(k) for k in pq.read_table(datasets / f["path"], columns=["desc_key"])["desc_key"].to_pylist()
-            }
-    return keys
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernelcast.pipeline.ingraph", description=__doc__.splitlines()[0])
     p.add_argument("raw", nargs="+", help="eager_job JSON lines (.jsonl or .jsonl.gz)")
@@ -181,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     dropped = {}
     ops = args.ops.split(",")
     for op, rows in sorted((op, rows) for op, rows in by_op.items() if op in ops):
-        held = role_keys(Path(args.datasets), op, "train" if args.role == "test" else "test")
-        kept = [r for r in rows if _plain(r["desc_key"]) not in held]
+        held = card_keys(Path(args.datasets), op, "train" if args.role == "test" else "test")
+        kept = [r for r in rows if plain_key(r["desc_key"]) not in held]
         dropped[op], rows = len(rows) - len(kept), kept
         for r in rows:
             r.update(gpu=GPU, git_rev=args.git_rev, time=time)

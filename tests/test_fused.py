@@ -133,6 +133,31 @@ def test_merge_rows_from_a_measured_call(layer_task):
     assert fused_merge.split_of(raw) == "layers"
 
 
+def test_merge_keeps_train_and_test_files_apart(layer_task, tmp_path, capsys):
+    """A kernel a test file holds is dropped from a training file, whether the test file is in this merge or already
+    on the card (datasets/files.toml), and the other way round."""
+    call = {"code": layer_task.code, "kernels": json.loads(layer_task.kernels), "device_us": [layer_task.device_us]}
+    raws = {box: tmp_path / f"{box}.jsonl" for box in ("train", "test")}
+    for box, path in raws.items():
+        path.write_text(json.dumps({"kind": "graph", "box": box, "seed": 100, **call}) + "\n")
+    stem = tmp_path / "datasets" / "fused" / "kernelcast_h200_sxm_20261201_{}.parquet"
+
+    def rows(split):
+        return pq.read_table(str(stem).format(split)).num_rows
+
+    # both in one merge: the test split drops every kernel the train split holds
+    assert fused_merge.main([str(raws["train"]), str(raws["test"]), "--datasets", str(tmp_path / "datasets")]) == 0
+    assert rows("train") > 0 and rows("test") == 0
+    # a later training merge against a card whose test file holds the same kernels: the training file drops them
+    (tmp_path / "datasets" / "files.toml").write_text(
+        '[[file]]\npath = "fused/kernelcast_h200_sxm_20261201_train.parquet"\nrole = "test"\n'
+    )
+    capsys.readouterr()
+    fused_merge.main([str(raws["train"]), "--datasets", str(tmp_path / "datasets"), "--day", "20261202"])
+    assert "kernels a file of the other role holds, dropped" in capsys.readouterr().out
+    assert pq.read_table(str(stem).replace("20261201", "20261202").format("train")).num_rows == 0
+
+
 def test_task_keys_name_the_task_not_its_measurements():
     tasks = fused_job.plan((0, 5), "train", 3, 2)
     assert len({fused_job.task_key(t) for t in tasks}) == len(tasks)
