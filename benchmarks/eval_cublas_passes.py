@@ -32,7 +32,7 @@ def main() -> None:
     frame = load(cfg)
     hashes = data.shape_hash(frame, "gemm")
     [fold] = make_splits("random", frame, hashes, None)
-    _, rows, _, _ = fit_fold(cfg, frame, hashes, fold)
+    _, rows, _, _ = fit_fold(cfg, frame, fold)
     times = pd.read_parquet(data.DATASETS / "gemm", columns=["desc_key", "time", "repeat_of"])
     first = times[times["repeat_of"].isna()].groupby("desc_key")["time"].min()
     keys = [from_row(r).key() for r in frame.iloc[np.flatnonzero(fold.test)].to_dict("records")]

@@ -65,7 +65,7 @@ def main() -> None:
     results = []
     for k in wanted:
         start = time.time()
-        _, rows, _, _ = fit_fold(cfg, frame, hashes, splits[k])
+        _, rows, _, _ = fit_fold(cfg, frame, splits[k])
         for r in score(rows):
             results.append({"split": args.split, "fold": splits[k].fold, **r, "seconds": round(time.time() - start)})
             print(

@@ -68,7 +68,7 @@ def main() -> None:
     table = [r for op in ops for r in evaluate(op)]
     head = (
         f"{'op':<10}{'backend':<9}{'set':<7}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
-        f"{'cov80':>6}  {'in-dist':>7}"
+        f"{'cov80':>6}  {'width':>6}  {'in-dist':>7}"
     )
     print(head)
     for r in table:
@@ -76,7 +76,8 @@ def main() -> None:
         print(
             f"{r['op']:<10}{r['backend']:<9}{r['set']:<7}{r['rows']:>6}  {pct(r['learned']):>16}  "
             f"{pct(r['analytical']):>19}  "
-            f"{r['interval_coverage'] * 100:5.1f}%  {r['in_distribution_share'] * 100:6.1f}%"
+            f"{r['interval_coverage'] * 100:5.1f}%  {r['learned']['width']:5.2f}x  "
+            f"{r['in_distribution_share'] * 100:6.1f}%"
         )
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(pd.json_normalize(table).to_dict("records"), indent=1))

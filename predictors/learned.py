@@ -2,7 +2,7 @@
 
 A shipped model is ``models/<op>.forest.npz`` (the trees of two XGBoost boosters as flat arrays: the
 log-efficiency regressor, target log(latency_us / scale_us), scale = roofline floor + one kernel's fixed time,
-and its p10/p90 quantile model) and ``models/<op>.json`` (the manifest: features and their version
+and the p10/p90 quantile model of its error) and ``models/<op>.json`` (the manifest: features and their version
 (``features.vector.feature_version``), training-data fingerprint, metrics, versions, what it covers, conformal
 offsets, the sha256 of the forest file, and ``check``: rows of the training matrix with XGBoost's own margins on
 them, which the forest must reproduce). The boosters themselves stay with their MLflow run; serving needs neither
@@ -35,9 +35,10 @@ from kernelcast.predictors.compiled import CompiledForest, compile_forest
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
-#: 4: the forest is the only model file, XGBoost's margins on check rows in the manifest (3: the boosters shipped
-#: too; 2: no hashes; 1: XGBoost categorical columns)
-MANIFEST_FORMAT = 4
+#: 5: the quantile trees predict the point model's error, not the target (4: the forest is the only model file,
+#: XGBoost's margins on check rows in the manifest; 3: the boosters shipped too; 2: no hashes; 1: XGBoost categorical
+#: columns)
+MANIFEST_FORMAT = 5
 #: the files of a shipped model besides its manifest, by role (the boosters stay in MLflow: the shipped tree must
 #: travel to GPU hosts in a 64 MiB copy, and the GEMM boosters alone were 31 MB)
 MODEL_FILES = {"forest": ".forest.npz"}
@@ -240,11 +241,12 @@ def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> f
 
 
 def to_latency(scale_us: np.ndarray, point: np.ndarray, quantiles: np.ndarray, offset):
-    """Log-efficiency predictions -> (p50, low, high) in µs; the interval always contains p50."""
+    """Log-efficiency predictions -> (p50, low, high) in µs. ``quantiles`` are the p10/p90 of the point model's error
+    (log target minus point margin), widened by the conformal ``offset``; the interval always contains p50."""
     scale = np.asarray(scale_us, dtype=np.float64)
     p50 = scale * np.exp(point)
-    low = np.minimum(scale * np.exp(quantiles[:, 0] - offset), p50)
-    high = np.maximum(scale * np.exp(quantiles[:, -1] + offset), p50)
+    low = np.minimum(p50 * np.exp(quantiles[:, 0] - offset), p50)
+    high = np.maximum(p50 * np.exp(quantiles[:, -1] + offset), p50)
     return p50, low, high
 
 

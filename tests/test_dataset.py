@@ -190,12 +190,13 @@ def _append_many(path: str, start: int, count: int, batch: int) -> None:
         append_rows(path, "gemm", [synthetic_row(m=m + 1, index=m) for m in range(i, i + batch)])
 
 
-def _read_many(path: str, rounds: int) -> int:
-    """A reader process: reads the file over and over while it is rewritten; returns the reads that worked."""
+def _read_many(path: str, rounds: int, wait_s: float = 120.0) -> int:
+    """A reader process: reads the file ``rounds`` times while it is rewritten (waiting for it to appear: on a loaded
+    machine the writers' processes may start later than this one); returns the reads that worked."""
     import time
 
-    seen = 0
-    for _ in range(rounds):
+    seen, deadline = 0, time.monotonic() + wait_s
+    while seen < rounds and time.monotonic() < deadline:
         if os.path.exists(path):
             dataset.read_parquet(path)
             seen += 1

@@ -147,8 +147,12 @@ def test_conformal_offset_and_interval_shape():
     assert conformal_offset(scores, 0.8) == 8.0
     with pytest.raises(ValueError, match="at least one row"):
         conformal_offset(np.array([]), 0.8)
-    p50, low, high = learned.to_latency(np.array([10.0]), np.array([0.0]), np.array([[0.5, 0.2]]), 0.0)
-    assert (low[0], p50[0], high[0]) == (10.0, 10.0, pytest.approx(10 * np.exp(0.2)))
+    # the quantiles are the point's error: the interval sits around p50, and always contains it
+    p50, low, high = learned.to_latency(np.array([10.0]), np.array([0.5]), np.array([[-0.1, 0.2], [0.3, 0.4]]), 0.05)
+    assert p50[0] == pytest.approx(10 * np.exp(0.5))
+    assert (low[0], high[0]) == (pytest.approx(p50[0] * np.exp(-0.15)), pytest.approx(p50[0] * np.exp(0.25)))
+    p50, low, high = learned.to_latency(np.array([10.0]), np.array([0.0]), np.array([[0.3, 0.4]]), 0.0)
+    assert (low[0], p50[0], high[0]) == (10.0, 10.0, pytest.approx(10 * np.exp(0.4)))
 
 
 def test_dispatch_answers_from_the_learned_model():

@@ -61,7 +61,7 @@ def ape_stats(err: np.ndarray, nbytes: np.ndarray) -> dict[str, float]:
 def fit_predict(frame: pd.DataFrame, test: np.ndarray, name: str) -> np.ndarray:
     """The shipped model's training path on the rows outside ``test``; its prediction (µs) for the ``test`` rows."""
     cfg = run.RunConfig("collective", log_mlflow=False, max_test_rows=len(frame))
-    _, rows, _, _ = run.fit_fold(cfg, frame, data.shape_hash(frame, "collective"), Split(name, name, ~test, test))
+    _, rows, _, _ = run.fit_fold(cfg, frame, Split(name, name, ~test, test))
     return rows["learned"].to_numpy()
 
 

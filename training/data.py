@@ -188,9 +188,11 @@ def _canonical_columns(frame: pd.DataFrame, columns, op: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def shape_hash(frame: pd.DataFrame, op: str) -> np.ndarray:
-    """uint64 hash of a row's shape: the description without gpu and backend (stable across runs)."""
-    fields = [f for f in op_fields(op) if f not in ("op", "gpu", "backend") and f in frame]
+def shape_hash(frame: pd.DataFrame, op: str, config: bool = True) -> np.ndarray:
+    """uint64 hash of a row's shape: the description without gpu and backend (stable across runs); without its
+    config too when ``config`` is false."""
+    drop = ("op", "gpu", "backend") if config else ("op", "gpu", "backend", "config")
+    fields = [f for f in op_fields(op) if f not in drop and f in frame]
     return pd.util.hash_pandas_object(_canonical_columns(frame, fields, op), index=False).to_numpy(dtype=np.uint64)
 
 

@@ -1,18 +1,20 @@
-"""Error metrics (MAPE, median/p90 APE, Kendall τ, interval coverage) and grouped tables, learned beside analytical."""
+"""Error metrics (MAPE, median/p90 APE, Kendall τ, interval coverage and width) and grouped tables, learned beside
+analytical."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-METRICS = ("n", "mape", "median_ape", "p90_ape", "kendall_tau", "coverage")
+#: ``width``: the interval's median high / low (coverage alone rewards an interval for being wide)
+METRICS = ("n", "mape", "median_ape", "p90_ape", "kendall_tau", "coverage", "width")
 #: groupings of every evaluation table ("all" = every row together)
 GROUPS = ("all", "op", "dtype", "backend", "gpu")
 MODELS = ("learned", "analytical")
 
 
 def metrics(measured, predicted, low=None, high=None) -> dict[str, float]:
-    """APE statistics of predicted vs measured latency, Kendall τ of their order, interval coverage."""
+    """APE statistics of predicted vs measured latency, Kendall τ of their order, interval coverage and width."""
     from scipy.stats import kendalltau
 
     y = np.asarray(measured, dtype=np.float64)
@@ -23,7 +25,11 @@ def metrics(measured, predicted, low=None, high=None) -> dict[str, float]:
         return {"n": 0, **{k: float("nan") for k in METRICS[1:]}}
     ape = np.abs(p / y - 1.0)
     tau = kendalltau(y, p).statistic if len(y) > 1 else float("nan")
-    cover = float("nan") if low is None else float(np.mean((y >= np.asarray(low)) & (y <= np.asarray(high))))
+    if low is None:
+        cover = width = float("nan")
+    else:
+        low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+        cover, width = float(np.mean((y >= low) & (y <= high))), float(np.median(high / low))
     return {
         "n": int(len(y)),
         "mape": float(ape.mean()),
@@ -31,6 +37,7 @@ def metrics(measured, predicted, low=None, high=None) -> dict[str, float]:
         "p90_ape": float(np.quantile(ape, 0.9)),
         "kendall_tau": float(tau),
         "coverage": cover,
+        "width": width,
     }
 
 

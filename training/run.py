@@ -79,7 +79,7 @@ def source_weights(sources: np.ndarray) -> np.ndarray:
 
 
 def fit_fold(
-    cfg: RunConfig, frame: pd.DataFrame, hashes: np.ndarray, split: Split
+    cfg: RunConfig, frame: pd.DataFrame, split: Split
 ) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
     """Train on the fold's train side (subsampled), predict its test side.
 
@@ -91,8 +91,13 @@ def fit_fold(
     latency = frame["latency_us"].to_numpy()
     weight = source_weights(frame["source"].to_numpy()[train]) if cfg.balance_sources else None
     params = {**get_op(cfg.op).train_params, **cfg.params}
+    configs = frame["config"].to_numpy(dtype=object)[train] if "config" in frame else None
     model = LatencyRegressor(cfg.op, **params).fit(
-        build_features(frame.iloc[train], cfg.op), latency[train], hashes[train], weight
+        build_features(frame.iloc[train], cfg.op),
+        latency[train],
+        data.shape_hash(frame.iloc[train], cfg.op, config=False),
+        weight,
+        configs,
     )
     test = _sample(split.test, cfg.max_test_rows, seed=1)
     f_test = build_features(frame.iloc[test], cfg.op)
@@ -203,7 +208,7 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
         )
     parts, metrics = [], {}
     for fold in _progress(folds, f"{cfg.op} {split}"):
-        _, rows, _, _ = fit_fold(cfg, frame, hashes, fold)
+        _, rows, _, _ = fit_fold(cfg, frame, fold)
         parts.append(rows)
         table = evaluate.evaluation_table(rows)
         metrics.update(evaluate.flat_metrics(table, f"{split}.{fold.fold}"))
@@ -354,7 +359,7 @@ def train(cfg: RunConfig) -> dict:
     frame = load(cfg)
     hashes = data.shape_hash(frame, cfg.op)
     [split] = make_splits("random", frame, hashes, None)
-    model, rows, train_idx, test_features = fit_fold(cfg, frame, hashes, split)
+    model, rows, train_idx, test_features = fit_fold(cfg, frame, split)
     train_frame = frame.iloc[train_idx]
     fingerprint = data.fingerprint(train_frame, cfg.op)
     table = evaluate.evaluation_table(rows)

@@ -19,6 +19,8 @@ FROZEN_PERCENT = 20
 #: config: Triton configs hashed into this many folds with this salt (fixed, so every run holds out the same configs)
 CONFIG_FOLDS = 5
 CONFIG_SALT = 0x6B63_6366_6F6C_6431  # "kccfold1"
+#: salt of the calibration slice drawn inside the training rows (by shape, and by Triton config)
+CALIBRATION_SALT = 0x6B63_6361_6C69_6231  # "kccalib1"
 #: extrapolation: per GPU, rows above this quantile of the size measure are held out
 EXTRAPOLATION_QUANTILE = 0.9
 
@@ -83,18 +85,37 @@ def lomo_splits(models: pd.Series | None) -> list[Split]:
     return [Split("lomo", str(m), values != m, tagged & (values == m)) for m in sorted(models.dropna().unique())]
 
 
+def config_hashes(backends: np.ndarray, configs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(has, hash): whether each row runs a Triton config (``triton_configs``), and a uint64 hash of its text."""
+    configs = triton_configs({"backend": backends, "config": configs})
+    has = np.asarray([isinstance(c, str) and c != "" for c in configs], dtype=bool)
+    return has, pd.util.hash_array(np.where(has, configs, "").astype(str).astype(object))
+
+
 def config_splits(backends: np.ndarray, configs: np.ndarray) -> list[Split]:
     """Held-out Triton configs: the configs the rows' backend runs (``triton_configs``) hashed into ``CONFIG_FOLDS``
     folds; a fold tests every row of its configs and trains on the rest. Rows without such a config (library
     backends: cuBLAS, flash, cuDNN, torch) are never tested and train in every fold; no folds without configs."""
-    configs = triton_configs({"backend": backends, "config": configs})
-    has = np.asarray([isinstance(c, str) and c != "" for c in configs])
+    has, hashes = config_hashes(backends, configs)
     if not has.any():
         return []
-    text = np.where(has, configs, "").astype(str)
-    fold = bucket(pd.util.hash_array(text.astype(object)), CONFIG_SALT) * CONFIG_FOLDS // 100
-    fold = np.where(has, fold, -1)
+    fold = np.where(has, bucket(hashes, CONFIG_SALT) * CONFIG_FOLDS // 100, -1)
     return [Split("config", f"fold{k}", fold != k, fold == k) for k in range(CONFIG_FOLDS) if (fold == k).any()]
+
+
+def calibration_slice(
+    shape_hashes: np.ndarray, backends: np.ndarray, configs: np.ndarray | None, percent: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slice, probe): the training rows an interval is calibrated on, and the rows the probe point model is fitted
+    on, which share neither a shape nor a Triton config with the slice. ``shape_hashes`` hash the description without
+    its config; ``percent`` of shapes are drawn, and of configs. A row without a Triton config is in the slice when its
+    shape is drawn; one with a config when its shape and its config both are — fresh to the probe on both counts, as
+    a Triton test set's rows are to the served model (configs drawn by shape alone: the Triton GEMM interval covered
+    70% of its test rows). The probe trains on rows whose shape and config are both undrawn."""
+    shape = bucket(np.asarray(shape_hashes, dtype=np.uint64), CALIBRATION_SALT) < percent
+    has, hashes = config_hashes(backends, configs)
+    config = has & (bucket(hashes, CALIBRATION_SALT) < percent)
+    return shape & (config | ~has), ~shape & ~config
 
 
 def independent_split(roles: np.ndarray) -> list[Split]:

@@ -17,12 +17,12 @@ from kernelcast.predictors.learned import (
     source_codes,
     to_latency,
 )
-from kernelcast.training.splits import bucket
+from kernelcast.training.splits import bucket, calibration_slice
 
 #: a source gets its own conformal offset (Mondrian calibration) from this many calibration rows on
 MIN_SOURCE_CALIBRATION = 100
-#: salt of the calibration split drawn inside the training rows (by shape, like the frozen split)
-CALIBRATION_SALT = 0x6B63_6361_6C69_6231  # "kccalib1"
+#: salt splitting the calibration slice (by shape) into the half that fits the error quantiles and the conformal half
+QUANTILE_SALT = 0x6B63_7175_616E_7431  # "kcquant1"
 
 
 def conformal_offset(scores: np.ndarray, coverage: float) -> float:
@@ -50,9 +50,10 @@ CHECK_ROWS = 64
 class LatencyRegressor(RegressorMixin, BaseEstimator):
     """Predicts latency_us from ``build_features`` output; the target is log(latency / scale_us).
 
-    ``fit`` trains the point model on every row, the p10/p90 quantile model on the rows outside a
-    calibration slice (chosen by shape hash), then sets the split-conformal (CQR) offset on that
-    slice so the interval reaches ``coverage``.
+    ``fit`` trains the point model on every row. The interval is the point model's error: a probe point model fitted
+    without a calibration slice (shapes and Triton configs drawn by hash) errs on the slice; the p10/p90 quantile
+    model of that error is fitted on half the slice, and the split-conformal (CQR) offsets on the other half make it
+    reach ``coverage``.
     """
 
     def __init__(
@@ -133,28 +134,73 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("features['scale_us'] must be positive and finite on every row")
         return feature_matrix(features, self.op), np.log(y / scale)
 
-    def fit(self, features: pd.DataFrame, latency_us, shape_hashes=None, sample_weight=None) -> LatencyRegressor:
-        """Fit on ``build_features`` rows and measured latency; ``shape_hashes`` pick the calibration slice."""
+    def fit(
+        self, features: pd.DataFrame, latency_us, shape_hashes=None, sample_weight=None, configs=None
+    ) -> LatencyRegressor:
+        """Fit on ``build_features`` rows and measured latency; ``shape_hashes`` (of the description without its
+        config) and ``configs`` (each row's config text, None for none) pick the calibration slice
+        (``splits.calibration_slice``)."""
         import xgboost as xgb
 
         x, target = self._validate(features, latency_us)
         hashes = np.arange(len(x), dtype=np.uint64) if shape_hashes is None else np.asarray(shape_hashes)
-        calib = bucket(hashes, CALIBRATION_SALT) < self.calibration_percent
-        if calib.all() or not calib.any():
+        calib, probe_rows = calibration_slice(
+            hashes, features["backend"].to_numpy(dtype=object), configs, self.calibration_percent
+        )
+        if not calib.any() or not probe_rows.any():
             raise ValueError(
-                f"calibration needs shapes on both sides; {len(x)} rows, {int(calib.sum())} in calibration"
+                f"calibration needs shapes on both sides; {len(x)} rows, {int(calib.sum())} in calibration, "
+                f"{int(probe_rows.sum())} to fit the probe on"
             )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        own_rows = {backend: x[:, own_column(self.op, backend)] == 1 for backend in self.own_trees or {}}
-        shared = np.ones(len(x), dtype=bool)
+        self.booster_, self.own_boosters_ = self._fit_point(x, target, w, np.ones(len(x), dtype=bool))
+        # The interval is the quantiles of the point model's error, learned where that error is honest: a probe (the
+        # same point model fitted on rows sharing no shape or config with the calibration slice) errs on the slice as
+        # the served model errs on shapes and configs it never saw. Half of the slice fits the error's p10/p90 (small
+        # quantile trees: the error varies with the features far less than latency does), the other half sets the
+        # split-conformal offsets.
+        probe = self._fit_point(x, target, w, probe_rows)
+        rows = np.flatnonzero(calib)
+        residual = target[rows] - self._margin(*probe, x[rows])
+        half = bucket(hashes[rows], QUANTILE_SALT) < 50
+        if half.all() or not half.any():
+            raise ValueError(f"the calibration slice needs shapes in both halves; {len(rows)} rows, {int(half.sum())}")
+        qparams = self._params(
+            objective="reg:quantileerror", quantile_alpha=list(self.quantiles), max_depth=self.quantile_depth
+        )
+        fit_rows, conf_rows = rows[half], rows[~half]
+        self.quantile_booster_ = xgb.train(
+            qparams,
+            self._dmatrix(x[fit_rows], residual[half], None if w is None else w[fit_rows]),
+            self.quantile_estimators,
+        )
+        q, r = self._quantiles(x[conf_rows]), residual[~half]
+        scores = np.maximum(q[:, 0] - r, r - q[:, -1])
+        self.conformal_ = self._calibrate(x[conf_rows], scores)
+        self.conformal_offset_ = self.conformal_["offset"]
+        self.raw_calibration_coverage_ = float(np.mean(scores <= 0))
+        self.calibrated_calibration_coverage_ = float(
+            np.mean(scores <= row_offsets(x[conf_rows], self.op, self.conformal_))
+        )
+        self.n_train_, self.n_calibration_ = int(len(x)), len(conf_rows)
+        pick = np.random.default_rng(self.random_state).choice(len(x), min(CHECK_ROWS, len(x)), replace=False)
+        self.check_x_ = x[np.sort(pick)]  # rows whose XGBoost margins the shipped forest must reproduce
+        return self
+
+    def _fit_point(self, x: np.ndarray, target: np.ndarray, w: np.ndarray | None, rows: np.ndarray):
+        """The point model on ``rows``: the shared trees, and each own-tree backend's trees on its rows alone."""
+        import xgboost as xgb
+
+        own_rows = {backend: rows & (x[:, own_column(self.op, backend)] == 1) for backend in self.own_trees or {}}
+        shared = rows.copy()
         for mine in own_rows.values() if self.shared_skips_own else ():
             shared &= ~mine
-        self.booster_ = xgb.train(
+        booster = xgb.train(
             self._params(objective="reg:squarederror"),
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
             self.n_estimators,
         )
-        self.own_boosters_ = {}
+        own_boosters = {}
         for backend, params in (self.own_trees or {}).items():
             mine = own_rows[backend]
             if not mine.any():
@@ -162,30 +208,21 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
             if "colsample_bytree" in params:  # else the shared trees' fraction
                 own["colsample_bytree"] = params["colsample_bytree"]
-            self.own_boosters_[backend] = xgb.train(
+            own_boosters[backend] = xgb.train(
                 self._params(objective="reg:squarederror", **own),
                 self._dmatrix(x[mine], target[mine], None if w is None else w[mine]),
                 params["n_estimators"],
             )
-        qparams = self._params(
-            objective="reg:quantileerror", quantile_alpha=list(self.quantiles), max_depth=self.quantile_depth
-        )
-        w_fit = None if w is None else w[~calib]
-        self.quantile_booster_ = xgb.train(
-            qparams, self._dmatrix(x[~calib], target[~calib], w_fit), self.quantile_estimators
-        )
-        q = self._quantiles(x[calib])
-        scores = np.maximum(q[:, 0] - target[calib], target[calib] - q[:, -1])
-        self.conformal_ = self._calibrate(x[calib], scores)
-        self.conformal_offset_ = self.conformal_["offset"]
-        self.raw_calibration_coverage_ = float(np.mean(scores <= 0))
-        self.calibrated_calibration_coverage_ = float(
-            np.mean(scores <= row_offsets(x[calib], self.op, self.conformal_))
-        )
-        self.n_train_, self.n_calibration_ = int(len(x)), int(calib.sum())
-        pick = np.random.default_rng(self.random_state).choice(len(x), min(CHECK_ROWS, len(x)), replace=False)
-        self.check_x_ = x[np.sort(pick)]  # rows whose XGBoost margins the shipped forest must reproduce
-        return self
+        return booster, own_boosters
+
+    def _margin(self, booster, own_boosters: dict, x: np.ndarray) -> np.ndarray:
+        """A point model's margin: each row from its backend's own trees where it has them, else the shared ones."""
+        margin = np.asarray(booster.inplace_predict(x), dtype=np.float64)
+        for backend, own in own_boosters.items():
+            mine = x[:, own_column(self.op, backend)] == 1
+            if mine.any():
+                margin[mine] = own.inplace_predict(x[mine])
+        return margin
 
     def _calibrate(self, x: np.ndarray, scores: np.ndarray) -> dict:
         """Global CQR offset, plus one per source and one per (source, backend) with enough calibration rows: the
@@ -207,13 +244,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         return {**out, "by_backend": by_backend} if by_backend else out
 
     def point_margin(self, x: np.ndarray) -> np.ndarray:
-        """The point model's margin: each row from its backend's own trees where it has them, else the shared ones."""
-        margin = np.asarray(self.booster_.inplace_predict(x), dtype=np.float64)
-        for backend, booster in getattr(self, "own_boosters_", {}).items():
-            mine = x[:, own_column(self.op, backend)] == 1
-            if mine.any():
-                margin[mine] = booster.inplace_predict(x[mine])
-        return margin
+        """The served point model's margin (log efficiency)."""
+        return self._margin(self.booster_, getattr(self, "own_boosters_", {}), x)
 
     def _quantiles(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.quantile_booster_.inplace_predict(x)).reshape(len(x), -1)
