@@ -364,7 +364,8 @@ class LearnedModel:
         m = self.manifest
         return (
             f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
-            f"(feature version {m['feature_version']}); 80% interval split-conformal calibrated"
+            f"(feature version {m['feature_version']}); 80% interval: the model's error on held-out shapes, "
+            "split-conformal calibrated"
         )
 
     def covers(self, op: str, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
