@@ -69,6 +69,8 @@ def predictions() -> list[dict]:
                 "unmapped": int((eager.kernels["model"] == "unmapped").sum()),
                 "low_us": eager.low_us,
                 "high_us": eager.high_us,
+                "wall_low_us": eager.wall_low_us,
+                "wall_high_us": eager.wall_high_us,
                 "_cap": cap,
                 "_table": table,
                 "_fams": fams,
@@ -141,6 +143,21 @@ def _m(rows: list[dict], measured: str, predicted: str) -> dict:
     return metrics(np.array([r[measured] for r in rows]), np.array([r[predicted] for r in rows]))
 
 
+def fit_wall_band(rows: list[dict]) -> None:
+    """``host.WALL_BAND``: the 10th and 90th percentiles of log(measured span / predicted wall time) over the FIT
+    models' points, with the probe, at the reference speed and under a CUDA graph (after the host constants' fit)."""
+    fit_rows = [r for r in rows if r["model"] in FIT]
+    pairs = {
+        "probe": ("measured_span_us", "wall_us"),
+        "nominal": ("measured_span_us", "nominal_wall_us"),
+        "cuda_graph": ("measured_graph_span_us", "graph_wall_us"),
+    }
+    for name, (measured, predicted) in pairs.items():
+        logs = [np.log(r[measured] / r[predicted]) for r in fit_rows if r[measured]]
+        host.WALL_BAND[name] = tuple(round(float(q), 3) for q in np.quantile(logs, [0.1, 0.9]))
+    print(f"fit on {', '.join(FIT)}: WALL_BAND = {host.WALL_BAND}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="refit graphs/host.py's constants on the FIT models")
@@ -154,6 +171,10 @@ def main(argv=None) -> int:
             r["wall_us"] = predict_capture(r["_cap"], "H200", host_probe_us=r["host_probe_us"]).wall_us
             r["nominal_wall_us"] = predict_capture(r["_cap"], "H200").wall_us
             r["graph_wall_us"] = predict_capture(r["_cap"], "H200", cuda_graph=True).wall_us
+        fit_wall_band(rows)
+        for r in rows:
+            p = predict_capture(r["_cap"], "H200", host_probe_us=r["host_probe_us"])
+            r.update(wall_low_us=p.wall_low_us, wall_high_us=p.wall_high_us)
     table = []
     for name, sel in (
         ("fit models", lambda r: r["model"] in FIT),
@@ -167,6 +188,7 @@ def main(argv=None) -> int:
             nominal = _m(s, "measured_span_us", "nominal_wall_us")
             graph = _m(s, "measured_graph_span_us", "graph_wall_us")
             cover = np.mean([r["low_us"] <= r["measured_device_us"] <= r["high_us"] for r in s])
+            wall_cover = np.mean([r["wall_low_us"] <= r["measured_span_us"] <= r["wall_high_us"] for r in s])
             table.append(
                 {
                     "models": name,
@@ -179,17 +201,20 @@ def main(argv=None) -> int:
                     "nominal_wall_median_ape": nominal["median_ape"],
                     "graph_median_ape": graph["median_ape"],
                     "interval_coverage": float(cover),
+                    "interval_width": float(np.median([r["high_us"] / r["low_us"] for r in s])),
+                    "wall_interval_coverage": float(wall_cover),
                 }
             )
     print(
         f"{'models':<16}{'phase':<9}{'n':>4}  {'device med/p90':>15}  {'wall med/p90 (probe)':>21}  "
-        f"{'wall, no probe':>14}  {'graph med':>10}  cover"
+        f"{'wall, no probe':>14}  {'graph med':>10}  cover (width)  wall cover"
     )
     for t in table:
         print(
             f"{t['models']:<16}{t['phase']:<9}{t['n']:>4}  {t['device_median_ape']:>6.1%} / {t['device_p90_ape']:>5.1%}"
             f"  {t['wall_median_ape']:>12.1%} / {t['wall_p90_ape']:>5.1%}  {t['nominal_wall_median_ape']:>14.1%}"
-            f"  {t['graph_median_ape']:>10.1%}  {t['interval_coverage']:.0%}"
+            f"  {t['graph_median_ape']:>10.1%}  {t['interval_coverage']:>5.0%} ({t['interval_width']:.2f}x)"
+            f"  {t['wall_interval_coverage']:>10.0%}"
         )
     per_model = {}
     for r in rows:

@@ -79,8 +79,9 @@ def cmd_model(args: argparse.Namespace) -> int:
         )
         print(_fmt(p.parts))
         print(
-            f"step: device {p.device_us / 1e3:,.3f} ms, wall {p.wall_us / 1e3:,.3f} ms "
-            f"(interval {p.low_us / 1e3:,.3f}-{p.high_us / 1e3:,.3f} ms), {p.tokens_per_s:,.0f} tokens/s"
+            f"step: device {p.device_us / 1e3:,.3f} ms ({p.low_us / 1e3:,.3f}-{p.high_us / 1e3:,.3f}), "
+            f"wall {p.wall_us / 1e3:,.3f} ms ({p.wall_low_us / 1e3:,.3f}-{p.wall_high_us / 1e3:,.3f}; 80% intervals), "
+            f"{p.tokens_per_s:,.0f} tokens/s"
         )
         if args.kernels:
             for kind, wp in p.layers.items():
@@ -122,6 +123,8 @@ def cmd_layer(args: argparse.Namespace) -> int:
                         "wall_us": wp.wall_us,
                         "low_us": wp.low_us,
                         "high_us": wp.high_us,
+                        "wall_low_us": wp.wall_low_us,
+                        "wall_high_us": wp.wall_high_us,
                         "device_share": _top(wp.kernels),
                     }
                 )

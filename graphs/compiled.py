@@ -28,7 +28,7 @@ from kernelcast.features.ops.fused import describe
 from kernelcast.graphs import host
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import lower
-from kernelcast.graphs.predict import KERNEL_COLUMNS, L2_WRITEBACK, WorkloadPrediction, in_sequence
+from kernelcast.graphs.predict import KERNEL_COLUMNS, L2_WRITEBACK, WorkloadPrediction, in_sequence, workload_totals
 from kernelcast.predictors.dispatch import predict_many
 
 _STRINGS = re.compile(r"'''.*?'''", re.S)
@@ -333,11 +333,17 @@ def predict_codes(
             "compiled calls (in sequence) and are used as predicted"
         )
     table.loc[~mapped, "model"] = "unmapped"
-    return _compose(table, gpu, cuda_graph, notes, host.host_speed(host_probe_us))
+    band = host.wall_band(host_probe_us, cuda_graph)
+    return _compose(table, gpu, cuda_graph, notes, host.host_speed(host_probe_us), band)
 
 
 def _compose(
-    table: pd.DataFrame, gpu: str, cuda_graph: bool, notes: list[str], speed: float = 1.0
+    table: pd.DataFrame,
+    gpu: str,
+    cuda_graph: bool,
+    notes: list[str],
+    speed: float,
+    band: tuple[float, float],
 ) -> WorkloadPrediction:
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
@@ -350,15 +356,11 @@ def _compose(
     notes.append("host: Inductor's wrapper issues each launch at the probe's per-call cost (graphs/host.py)")
     if n_unmapped:
         notes.append(f"{n_unmapped} kernels unmapped (listed with model='unmapped', not in the totals)")
-    host_part = wall - device if wall > device else 0.0
     return WorkloadPrediction(
         gpu=gpu,
         mode="compile",
         cuda_graph=cuda_graph,
-        device_us=device,
-        wall_us=max(wall, device),
-        low_us=float(table["low_us"].where(ok, 0.0).astype(float).sum()),
-        high_us=float(table["high_us"].where(ok, 0.0).astype(float).sum()) + host_part,
+        **workload_totals(table, ok, device, wall, band),
         kernels=table,
         assumptions=tuple(notes),
     )

@@ -38,6 +38,17 @@ COMPILED_KERNEL_US = {"gemm": 21.0, "attention": 32.0, "fused": 12.0, "elementwi
                       "copy": 13.0, "moe": 25.0}  # fmt: skip
 
 
+#: the 80% band of log(measured span / predicted wall time) over the FIT models' measured eager layer points
+#: (``benchmarks/eval_layers.py --fit``; the kernels' and the host path's errors together): with each point's host probe
+#: given, at the reference speed (no probe: the host's two speeds are in it), and under a CUDA graph
+WALL_BAND = {"probe": (-0.028, 0.185), "nominal": (-0.107, 0.352), "cuda_graph": (-0.001, 0.121)}
+
+
+def wall_band(host_probe_us: float | None, cuda_graph: bool) -> tuple[float, float]:
+    """The ``WALL_BAND`` a wall-time prediction made this way gets."""
+    return WALL_BAND["cuda_graph" if cuda_graph else "nominal" if host_probe_us is None else "probe"]
+
+
 def host_speed(host_probe_us: float | None) -> float:
     """The factor on every host cost for a host whose probe reads ``host_probe_us`` (None: the reference host, 1)."""
     if host_probe_us is None:

@@ -4,6 +4,7 @@ all_reduces per layer from the collective model."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,10 @@ class ModelPrediction:
     parts: pd.DataFrame
     device_us: float
     wall_us: float
-    low_us: float
+    low_us: float  # the device time's 80% interval
     high_us: float
+    wall_low_us: float  # the wall time's (graphs.predict.workload_totals)
+    wall_high_us: float
     tokens_per_s: float
     layers: dict[str, WorkloadPrediction] = field(repr=False, default_factory=dict)
     assumptions: tuple[str, ...] = ()
@@ -51,6 +54,8 @@ class ModelPrediction:
             "wall_us",
             "low_us",
             "high_us",
+            "wall_low_us",
+            "wall_high_us",
             "tokens_per_s",
         )
         return {
@@ -112,29 +117,9 @@ def predict_model(
         )
         preds[kind] = p
         notes += [a for a in p.assumptions if a not in notes]
-        rows.append(
-            _part(
-                f"layer ({kind})",
-                count,
-                p.device_us,
-                p.wall_us,
-                p.low_us,
-                p.high_us,
-                int((p.kernels["model"] != "unmapped").sum()),
-            )
-        )
+        rows.append(_workload_part(f"layer ({kind})", count, p))
     head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp, host_probe_us)
-    rows.append(
-        _part(
-            "embedding + norm + LM head",
-            1,
-            head.device_us,
-            head.wall_us,
-            head.low_us,
-            head.high_us,
-            int((head.kernels["model"] != "unmapped").sum()),
-        )
-    )
+    rows.append(_workload_part("embedding + norm + LM head", 1, head))
     if tp > 1:
         hidden_bytes = batch * seq * cfg["hidden_size"] * 2
         rows += [
@@ -146,7 +131,7 @@ def predict_model(
         notes.append("TP all_reduces not overlapped with compute (eager PyTorch runs them in stream order)")
         notes.append(f"vocab-parallel embedding and LM head: {_vocab_rows(cfg, tp):,} vocabulary rows per rank")
     parts = pd.DataFrame(rows)
-    tot = {c: float((parts[c] * parts["count"]).sum()) for c in ("device_us", "wall_us", "low_us", "high_us")}
+    tot = {c: float((parts[c] * parts["count"]).sum()) for c in TOTALS}
     tokens = batch * seq
     return ModelPrediction(
         model=str(name),
@@ -165,16 +150,17 @@ def predict_model(
     )
 
 
-def _part(name: str, count: int, device: float, wall: float, low: float, high: float, kernels: int) -> dict:
-    return {
-        "part": name,
-        "count": count,
-        "kernels": kernels,
-        "device_us": device,
-        "wall_us": wall,
-        "low_us": low,
-        "high_us": high,
-    }
+#: a part's times and intervals, summed over parts × counts into the step's
+TOTALS = ("device_us", "wall_us", "low_us", "high_us", "wall_low_us", "wall_high_us")
+
+
+def _part(name: str, count: int, kernels: int, times: Mapping[str, float]) -> dict:
+    return {"part": name, "count": count, "kernels": kernels, **{c: float(times[c]) for c in TOTALS}}
+
+
+def _workload_part(name: str, count: int, p: WorkloadPrediction) -> dict:
+    kernels = int((p.kernels["model"] != "unmapped").sum())
+    return _part(name, count, kernels, {c: getattr(p, c) for c in TOTALS})
 
 
 def _head(
@@ -207,7 +193,10 @@ def _collective(prefix: str, collective: str, nbytes: int, count: int, gpu: str,
     """A part of ``count`` NCCL ``collective`` calls of ``nbytes`` over ``tp`` ranks, from the collective model."""
     desc = {"op": "collective", "gpu": gpu, "dtype": "bf16", "backend": "nccl", "collective": collective}
     p = predict_latency({**desc, "bytes": nbytes, "ranks": tp})
-    return _part(f"{prefix}{collective} {nbytes:,} B x{tp}", count, p.latency_us, p.latency_us, p.low_us, p.high_us, 1)
+    # a collective's time per call is its time on the host's clock too (collect/nccl_job.py): wall = device
+    times = {"device_us": p.latency_us, "wall_us": p.latency_us, "low_us": p.low_us, "high_us": p.high_us}
+    times.update(wall_low_us=p.low_us, wall_high_us=p.high_us)
+    return _part(f"{prefix}{collective} {nbytes:,} B x{tp}", count, 1, times)
 
 
 __all__ = ["ModelPrediction", "predict_model"]

@@ -7,6 +7,7 @@ where one covers it, else the analytical one), and ``graphs.host`` adds the host
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,16 +44,18 @@ KERNEL_COLUMNS = (
 
 @dataclass(frozen=True)
 class WorkloadPrediction:
-    """A whole call's prediction: device time (sum of kernels), wall time (with the host launch path), an interval,
-    and one row per kernel."""
+    """A whole call's prediction: device time (sum of kernels), wall time (with the host launch path), their 80%
+    intervals (``workload_totals``), and one row per kernel."""
 
     gpu: str
     mode: str
     cuda_graph: bool
     device_us: float
     wall_us: float
-    low_us: float
+    low_us: float  # the device time's 80% interval
     high_us: float
+    wall_low_us: float  # the wall time's (graphs.host.WALL_BAND)
+    wall_high_us: float
     kernels: pd.DataFrame = field(repr=False)
     assumptions: tuple[str, ...] = ()
 
@@ -75,6 +78,8 @@ class WorkloadPrediction:
             "wall_us": self.wall_us,
             "low_us": self.low_us,
             "high_us": self.high_us,
+            "wall_low_us": self.wall_low_us,
+            "wall_high_us": self.wall_high_us,
             "kernel_count": int((self.kernels["model"] != "unmapped").sum()),
             "unmapped": self.unmapped["aten_op"].tolist(),
             "assumptions": list(self.assumptions),
@@ -200,20 +205,33 @@ def predict_capture(
     n_unmapped = int((~ok).sum())
     if n_unmapped:
         notes = (*notes, f"{n_unmapped} kernels unmapped (listed with model='unmapped', not in the totals)")
-    scale_low = float(table["low_us"].where(ok, 0.0).astype(float).sum())
-    scale_high = float(table["high_us"].where(ok, 0.0).astype(float).sum())
-    host_part = wall - device if wall > device else 0.0
     return WorkloadPrediction(
         gpu=gpu,
         mode=mode,
         cuda_graph=cuda_graph,
-        device_us=device,
-        wall_us=max(wall, device),
-        low_us=scale_low,
-        high_us=scale_high + host_part,
+        **workload_totals(table, ok, device, wall, host.wall_band(host_probe_us, cuda_graph)),
         kernels=table,
         assumptions=notes,
     )
+
+
+def workload_totals(
+    table: pd.DataFrame, ok: pd.Series, device: float, wall: float, band: tuple[float, float]
+) -> dict[str, float]:
+    """Device and wall time with their 80% intervals. The device interval sums the mapped kernels' intervals (one
+    model's errors on a call's kernels move together, so their ends add); the wall interval is ``band`` (the log
+    error of measured layer spans, ``host.WALL_BAND``) around the wall time, never below the device interval."""
+    low = float(table["low_us"].where(ok, 0.0).astype(float).sum())
+    high = float(table["high_us"].where(ok, 0.0).astype(float).sum())
+    wall = max(wall, device)
+    return {
+        "device_us": device,
+        "wall_us": wall,
+        "low_us": low,
+        "high_us": high,
+        "wall_low_us": max(wall * math.exp(min(band[0], 0.0)), low),
+        "wall_high_us": wall * math.exp(max(band[1], 0.0)),
+    }
 
 
 def _host_note(host_probe_us: float | None) -> str:
@@ -272,8 +290,9 @@ def predict_module(
 def summary_line(p: WorkloadPrediction) -> str:
     n = int((p.kernels["model"] != "unmapped").sum())
     return (
-        f"{p.gpu}: {n} kernels, device {p.device_us:,.1f} µs, wall {p.wall_us:,.1f} µs "
-        f"({'CUDA graph' if p.cuda_graph else 'eager'}), interval {p.low_us:,.1f}-{p.high_us:,.1f} µs"
+        f"{p.gpu}: {n} kernels, device {p.device_us:,.1f} µs ({p.low_us:,.1f}-{p.high_us:,.1f}), "
+        f"wall {p.wall_us:,.1f} µs ({p.wall_low_us:,.1f}-{p.wall_high_us:,.1f}; "
+        f"{'CUDA graph' if p.cuda_graph else 'eager'}; 80% intervals)"
         + (f", {len(p.unmapped)} unmapped" if len(p.unmapped) else "")
     )
 

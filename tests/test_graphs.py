@@ -2,6 +2,7 @@
 Hugging Face modules built from shipped configs, and the profiler trace and ncu CSV recorded on the H200."""
 
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -116,6 +117,10 @@ def test_the_host_probe_scales_a_launch_bound_layer_to_its_measured_span():
     call.after()
     assert abs(p.wall_us / statistics.median(r["eager"]["span_us"]) - 1) < 0.2
     assert any(f"host probe of {probe} µs" in a for a in p.assumptions)
+    # two intervals: the device time's (the kernels' summed) holds no host time, which a launch-bound span is mostly
+    assert p.low_us < p.device_us < p.high_us < p.wall_low_us < p.wall_us < p.wall_high_us
+    lo, hi = host.WALL_BAND["probe"]
+    assert (p.wall_low_us, p.wall_high_us) == pytest.approx((p.wall_us * math.exp(lo), p.wall_us * math.exp(hi)))
     slow = predict_module(call.fn, call.args, call.kwargs, gpu="H200", host_probe_us=2 * probe)
     call.after()
     assert slow.device_us == pytest.approx(p.device_us)
@@ -135,6 +140,7 @@ def test_predict_model_repeats_layers_and_adds_tp_collectives():
     two = predict_model("llama3_8b", gpu="H200", phase="decode", batch=4, context=512, tp=2)
     layer = one.parts[one.parts["part"].str.startswith("layer")].iloc[0]
     assert layer["count"] == 32 and one.device_us > 32 * layer["device_us"]
+    assert one.low_us < one.device_us < one.high_us and one.wall_low_us < one.wall_us < one.wall_high_us
     assert two.parts["part"].str.startswith("all_reduce").any()
     assert two.parts.loc[two.parts["part"].str.startswith("all_reduce"), "count"].item() == 64
     head = {p: d for p, d in zip(one.parts["part"], one.parts["device_us"]) if "LM head" in p}
