@@ -56,15 +56,21 @@ def evaluate(op: str) -> list[dict]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_independent.json")
+def arguments(doc: str, json_name: str) -> tuple[list[str], Path]:
+    """The command line of a test-set evaluation: ``--ops`` (checked against the op families) and ``--json-out``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / json_name)
     ap.add_argument("--ops", default=",".join(op_names()), help="comma-separated op families (default: all)")
     args = ap.parse_args()
     ops = args.ops.split(",")
     unknown = sorted(set(ops) - set(op_names()))
     if unknown:
         ap.error(f"--ops: {unknown[0]!r} is not an op family; allowed: {', '.join(op_names())}")
+    return ops, args.json_out
+
+
+def main() -> None:
+    ops, json_out = arguments(__doc__, "eval_independent.json")
     table = [r for op in ops for r in evaluate(op)]
     head = (
         f"{'op':<10}{'backend':<9}{'set':<7}{'rows':>6}  {'learned med/p90':>16}  {'analytical med/p90':>19}  "
@@ -79,8 +85,8 @@ def main() -> None:
             f"{r['interval_coverage'] * 100:5.1f}%  {r['learned']['width']:5.2f}x  "
             f"{r['in_distribution_share'] * 100:6.1f}%"
         )
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps(pd.json_normalize(table).to_dict("records"), indent=1))
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(pd.json_normalize(table).to_dict("records"), indent=1))
 
 
 if __name__ == "__main__":

@@ -14,16 +14,18 @@ Prints a table; writes JSON (default benchmarks/results/eval_intervals.json).
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from kernelcast import predict_many
-from kernelcast.features.desc import op_fields
-from kernelcast.features.ops import op_names
-from kernelcast.training.data import load_rows
+sys.path.insert(0, str(Path(__file__).parent))
+from eval_independent import arguments  # noqa: E402
+
+from kernelcast import predict_many  # noqa: E402
+from kernelcast.features.desc import op_fields  # noqa: E402
+from kernelcast.training.data import load_rows  # noqa: E402
 
 ALPHA = 0.2
 
@@ -59,14 +61,7 @@ def evaluate(op: str) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_intervals.json")
-    ap.add_argument("--ops", default=",".join(op_names()), help="comma-separated op families (default: all)")
-    args = ap.parse_args()
-    ops = args.ops.split(",")
-    unknown = sorted(set(ops) - set(op_names()))
-    if unknown:
-        ap.error(f"--ops: {unknown[0]!r} is not an op family; allowed: {', '.join(op_names())}")
+    ops, json_out = arguments(__doc__, "eval_intervals.json")
     table = [r for op in ops for r in evaluate(op)]
     head = f"{'op':<12}{'backend':<10}{'rows':>7}  {'cov80':>6}  {'width med/p90':>14}  {'score':>6}  {'|err|':>6}"
     print(head + "  off-pt")
@@ -76,8 +71,8 @@ def main() -> None:
             f"{r['width_median']:6.2f}x/{r['width_p90']:5.2f}x  {r['interval_score']:6.3f}  "
             f"{r['point_log_error_median']:6.3f}  {r['off_point'] * 100:5.1f}%"
         )
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps(table, indent=1) + "\n")
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(table, indent=1) + "\n")
 
 
 if __name__ == "__main__":
