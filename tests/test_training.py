@@ -281,6 +281,8 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
     assert [r["gpu"] for r in board] == ["a100_sxm", "l40s"]  # the latest train run's per-GPU figures
     l40s = runs.iloc[0]["metrics.random.gpu.l40s.learned.median_ape"]
     assert board[1]["learned_median_ape_pct"] == pytest.approx(100 * l40s, abs=0.005)  # percent, as the README
+    width = runs.iloc[0]["metrics.random.gpu.l40s.learned.width"]  # the interval's median high / low: a ratio
+    assert width > 1 and board[1]["learned_width"] == pytest.approx(width, abs=0.005)
     client = tracking.setup()
     assert str(client.get_model_version_by_alias("kernelcast-gemm", "champion").version) == "1"
     artifacts = {a.path for a in client.list_artifacts(first["run_id"])}

@@ -87,11 +87,12 @@ def _configs(args: argparse.Namespace):
 
 def _print_table(records: list[dict], columns: list[str], headers: dict[str, str] | None = None) -> None:
     """pandas lays the table out (kernelcast's own printer lives in the face, which training may not import);
-    every float here is a percent."""
+    every float here is a percent, but a width (a ratio, its header ending in " x")."""
     import pandas as pd
 
     frame = pd.DataFrame(records).reindex(columns=columns).rename(columns=headers or {})
-    print(frame.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:.1f}"))
+    ratios = {c: (lambda x: "—" if x != x else f"{x:.2f}") for c in frame.columns if str(c).endswith(" x")}
+    print(frame.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:.1f}", formatters=ratios))
 
 
 def _side(table: list[dict], group_by: str) -> list[dict]:
@@ -147,12 +148,18 @@ SIDE_COLUMNS = {
     "analytical_p90_ape": "analytical p90 APE %",
     "learned_mape": "learned MAPE %",
     "learned_coverage": "80% interval coverage %",
+    "learned_width": "80% interval width x",
 }
+#: summary columns that are no fractions (not printed in percent)
+PLAIN_COLUMNS = ("n", "learned_width")
 
 
 def _print_side(rows, by: str) -> None:
-    """Learned beside analytical, one line per ``by`` group, errors and coverage in percent."""
-    side = [{k: (100 * v if k in SIDE_COLUMNS and k != "n" else v) for k, v in r.items()} for r in _side(rows, by)]
+    """Learned beside analytical, one line per ``by`` group, errors and coverage in percent, the interval's width."""
+    side = [
+        {k: (100 * v if k in SIDE_COLUMNS and k not in PLAIN_COLUMNS else v) for k, v in r.items()}
+        for r in _side(rows, by)
+    ]
     _print_table(side, [by, *SIDE_COLUMNS], {by: by, **SIDE_COLUMNS})
 
 
@@ -192,7 +199,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the dashboard's columns and the names the README gives them (errors and coverage in percent)
+#: the dashboard's columns and the names the README gives them (errors and coverage in percent, the width a ratio)
 DASHBOARD_COLUMNS = {
     "op": "op",
     "gpu": "GPU",
@@ -202,6 +209,7 @@ DASHBOARD_COLUMNS = {
     "analytical_median_ape_pct": "analytical median APE %",
     "analytical_p90_ape_pct": "analytical p90 APE %",
     "learned_coverage_pct": "80% interval coverage %",
+    "learned_width": "80% interval width x",
 }
 _DASHBOARD_SPLITS = (("random", "train", "frozen random split"), ("logo", "evaluate", "leave this GPU out"))
 
@@ -221,12 +229,18 @@ def dashboard_rows(runs, ops) -> list[dict]:
             metrics = {
                 k.removeprefix("metrics."): v for k, v in latest.iloc[0].items() if k.startswith("metrics.") and v == v
             }
-            pattern = re.compile(rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(median_ape|p90_ape|coverage)$")
+            pattern = re.compile(
+                rf"^{split}\.(?:gpu\.)?([^.]+)\.(learned|analytical)\.(median_ape|p90_ape|coverage|width)$"
+            )
             for key, value in metrics.items():
                 m = pattern.match(key)
-                if m and m.group(1) not in ("frozen", "all") and f"{m.group(2)}_{m.group(3)}_pct" in DASHBOARD_COLUMNS:
+                if not m or m.group(1) in ("frozen", "all"):
+                    continue
+                plain = m.group(3) == "width"  # a ratio, not a fraction
+                column = f"{m.group(2)}_{m.group(3)}" + ("" if plain else "_pct")
+                if column in DASHBOARD_COLUMNS:
                     row = out.setdefault((op, m.group(1), split), {"op": op, "gpu": m.group(1), "split": label})
-                    row[f"{m.group(2)}_{m.group(3)}_pct"] = round(100 * value, 2)
+                    row[column] = round(value if plain else 100 * value, 2)
     return [out[k] for k in sorted(out)]
 
 

@@ -70,9 +70,12 @@ def flat_metrics(table: pd.DataFrame, prefix: str) -> dict[str, float]:
 
 
 def side_by_side(table: pd.DataFrame, group_by: str = "gpu") -> pd.DataFrame:
-    """learned vs analytical MAPE / median APE / coverage per group, one line each (for printing)."""
+    """learned vs analytical MAPE / median APE, the learned interval's coverage and width, per group, one line each
+    (for printing)."""
     part = table[table["group_by"] == group_by]
-    wide = part.pivot(index="group", columns="model", values=["n", "mape", "median_ape", "p90_ape", "coverage"])
+    wide = part.pivot(
+        index="group", columns="model", values=["n", "mape", "median_ape", "p90_ape", "coverage", "width"]
+    )
     wide.columns = [f"{model}_{metric}" for metric, model in wide.columns]
     keep = [
         "learned_n",
@@ -83,6 +86,7 @@ def side_by_side(table: pd.DataFrame, group_by: str = "gpu") -> pd.DataFrame:
         "learned_p90_ape",
         "analytical_p90_ape",
         "learned_coverage",
+        "learned_width",
     ]
     return wide[keep].rename(columns={"learned_n": "n"}).astype({"n": int})
 
