@@ -333,18 +333,13 @@ def predict_codes(
             "compiled calls (in sequence) and are used as predicted"
         )
     table.loc[~mapped, "model"] = "unmapped"
-    band = host.wall_band(host_probe_us, cuda_graph)
-    return _compose(table, gpu, cuda_graph, notes, host.host_speed(host_probe_us), band)
+    return _compose(table, gpu, cuda_graph, notes, host_probe_us)
 
 
 def _compose(
-    table: pd.DataFrame,
-    gpu: str,
-    cuda_graph: bool,
-    notes: list[str],
-    speed: float,
-    band: tuple[float, float],
+    table: pd.DataFrame, gpu: str, cuda_graph: bool, notes: list[str], host_probe_us: float | None
 ) -> WorkloadPrediction:
+    speed = host.host_speed(host_probe_us)
     ok = table["model"] != "unmapped"
     lat = table["latency_us"].where(ok, 0.0).astype(float)
     device = float(lat.sum())
@@ -360,7 +355,7 @@ def _compose(
         gpu=gpu,
         mode="compile",
         cuda_graph=cuda_graph,
-        **workload_totals(table, ok, device, wall, band),
+        **workload_totals(table, ok, device, wall, host.wall_band(host_probe_us, cuda_graph)),
         kernels=table,
         assumptions=tuple(notes),
     )
