@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kernelcast.collect.layer_job import ARCH_MODELS
 from kernelcast.features.inductor import compile_code
 
 REPEATS = 5
@@ -206,11 +207,11 @@ def _worker(tasks, results, lock, batch: int) -> None:
             return
 
 
-def plan(graphs: tuple[int, int], box: str, layers: int, choices: int) -> list[dict]:
-    """Tasks: the first ``layers`` decoder layers (longest compiles first), then graphs; the first ``choices`` graphs
-    also under every FUSION_CHOICES set."""
+def plan(graphs: tuple[int, int], box: str, layers: int, choices: int, models: tuple = LAYER_MODELS) -> list[dict]:
+    """Tasks: the first ``layers`` decoder layers of ``models`` × LAYER_POINTS (longest compiles first), then graphs;
+    the first ``choices`` graphs also under every FUSION_CHOICES set."""
     tasks = []
-    for model, tp in LAYER_MODELS:
+    for model, tp in models:
         for phase, batch, seq, context in LAYER_POINTS:
             tasks.append(dict(kind="layer", model=model, tp=tp, phase=phase, batch=batch, seq=seq, context=context))
     del tasks[layers:]
@@ -234,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--box", default="train", choices=tuple(fusion_graphs.BOXES))
     p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
     p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
+    p.add_argument(
+        "--layer-models", default="fit", choices=("fit", "arch"), help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS"
+    )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
     p.add_argument("--budget-s", type=float, default=480.0, help="hand out no new task after this many seconds")
@@ -247,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path.exists():
         done = {task_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
     lo, hi = (int(x) for x in args.graphs.split(":"))
-    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices) if task_key(t) not in done]
+    models = ARCH_MODELS if args.layer_models == "arch" else LAYER_MODELS
+    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices, models) if task_key(t) not in done]
     t0 = time.time()
     ctx = mp.get_context("spawn")
     got = errors = 0

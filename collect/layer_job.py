@@ -43,11 +43,36 @@ MODELS = (
     ("qwen3_30b_a3b", 1),
     ("deepseek_v3", 8),
 )
+#: architectures none of the above is (an independent test of the layer harness and predict_module: no constant was
+#: fitted on them): GPT-2/OPT/NeoX/Falcon/StarCoder2 layouts, Gemma's softcaps and head_dim 256, Phi's fused
+#: projections, OLMo-2's QK norms, Granite's multipliers, GPT-OSS's sinks on its eager attention, shared experts,
+#: hybrid linear-attention (Qwen3.5) and Mamba (Nemotron-H) layers
+ARCH_MODELS = tuple(
+    (name, 1)
+    for name in (
+        "gpt2",
+        "opt_6_7b",
+        "pythia_2_8b",
+        "falcon_7b",
+        "starcoder2_7b",
+        "gemma2_9b",
+        "gemma3_4b",
+        "phi3_mini_4k",
+        "olmo2_7b",
+        "granite3_8b",
+        "gpt_oss_20b",
+        "qwen1_5_moe_a2_7b",
+        "phi3_5_moe",
+        "qwen3_5_27b",
+        "nemotron3_nano_30b",
+    )
+)
+MODEL_SETS = {"fit": MODELS, "arch": ARCH_MODELS}
 
 
-def layer_points() -> list[dict]:
+def layer_points(models: tuple = MODELS) -> list[dict]:
     out = []
-    for model, tp in MODELS:
+    for model, tp in models:
         out += [dict(model=model, tp=tp, phase="prefill", batch=b, seq=s, context=0) for b, s in POINTS_PREFILL]
         out += [dict(model=model, tp=tp, phase="decode", batch=b, seq=1, context=c) for b, c in POINTS_DECODE]
     return out
@@ -138,7 +163,7 @@ def _done(path: Path, keys: tuple[str, ...]) -> set:
     return {tuple(json.loads(line)[k] for k in keys) for line in path.read_text().splitlines() if line.strip()}
 
 
-def run_layers(out: Path, budget_s: float, t0: float) -> None:
+def run_layers(out: Path, budget_s: float, t0: float, models: tuple = MODELS) -> None:
     import torch
 
     from kernelcast.features import layers
@@ -146,7 +171,7 @@ def run_layers(out: Path, budget_s: float, t0: float) -> None:
     path = out / "layers.jsonl"
     keys = ("model", "tp", "phase", "batch", "seq", "context")
     done = _done(path, keys)
-    points = [p for p in layer_points() if tuple(p[k] for k in keys) not in done]
+    points = [p for p in layer_points(models) if tuple(p[k] for k in keys) not in done]
     by_model: dict = {}
     for p in points:
         by_model.setdefault((p["model"], p["tp"]), []).append(p)
@@ -154,7 +179,13 @@ def run_layers(out: Path, budget_s: float, t0: float) -> None:
         if time.time() - t0 > budget_s:
             print(f"layers: budget spent, {name} tp{tp} and later not run", flush=True)
             return
-        model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+        try:
+            model = layers.build_model(layers.shard(layers.load_config(name), tp), device="cuda")
+        except Exception as exc:  # noqa: BLE001 - recorded per point: the next model still runs
+            for p in pts:
+                _append(path, dict(p, error=f"build: {type(exc).__name__}: {exc}"[:400]))
+            print(f"layers: {name} did not build: {exc}", flush=True)
+            continue
         probe_buf = torch.zeros(1, device="cuda")
         for p in pts:
             row = dict(p)
@@ -333,6 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--budget-s", type=float, default=400.0, help="start no new model after this many seconds")
     p.add_argument("--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, launch, layers, trace, once")
+    p.add_argument("--models", default="fit", choices=tuple(MODEL_SETS), help="the layers' model set")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -343,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:
-        run_layers(out, args.budget_s, t0)
+        run_layers(out, args.budget_s, t0, MODEL_SETS[args.models])
     if "trace" in parts:
         run_trace(out)
     if "once" in parts:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 CONFIG_DIR = Path(__file__).with_name("hf_configs")
 PHASES = ("prefill", "decode")
@@ -39,7 +39,36 @@ def load_config(name_or_path: str | Path) -> dict[str, Any]:
         raise ValueError(f"model config {path} is not valid JSON: {exc}") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("model_type"), str):
         raise ValueError(f"model config {path} must be a JSON object with a model_type; got {type(cfg).__name__}")
-    return {k: v for k, v in cfg.items() if k not in DROPPED_KEYS}
+    return canonical({k: v for k, v in cfg.items() if k not in DROPPED_KEYS})
+
+
+def _config_class(model_type: str):
+    import transformers
+
+    try:
+        return transformers.CONFIG_MAPPING[model_type]
+    except KeyError:
+        raise ValueError(
+            f"model_type must be an architecture transformers {transformers.__version__} knows; got {model_type!r}"
+        ) from None
+
+
+def canonical(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` under the standard names (hidden_size, num_attention_heads, num_hidden_layers, ...) where its
+    architecture's config uses its own (GPT-2's n_embd, n_head, n_layer): the aliases of its transformers config class,
+    renamed so that sharding and building read and write one key."""
+    if not isinstance(cfg.get("model_type"), str):
+        raise ValueError(f"model config must have a model_type string; got {cfg.get('model_type')!r}")
+    text = cfg.get("text_config")
+    if isinstance(text, dict) and isinstance(text.get("model_type"), str) and "num_hidden_layers" not in cfg:
+        # a multimodal model (Qwen3-VL, Qwen3.5, Gemma 4, Llama 4): its language model is what decodes
+        cfg = {k: v for k, v in text.items() if k not in DROPPED_KEYS}
+    aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
+    out = dict(cfg)
+    for standard, own in aliases.items():
+        if own in out and standard not in out:
+            out[standard] = out.pop(own)
+    return out
 
 
 def is_moe(cfg: dict[str, Any]) -> bool:
@@ -50,6 +79,13 @@ def shard(cfg: dict[str, Any], tp: int) -> dict[str, Any]:
     """One tensor-parallel rank's layer (Megatron sharding): heads, KV heads (at least 1), FFN and expert widths / tp"""
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"tp must be a positive integer; got {tp!r}")
+    if tp == 1:
+        return dict(cfg)
+    if isinstance(getattr(_config_class(cfg["model_type"]), "head_dim", None), property):
+        raise ValueError(
+            f"tp must be 1 for model_type {cfg['model_type']!r}: its config derives the head size from hidden_size / "
+            f"heads, so its heads cannot be sharded; got {tp}"
+        )
     heads = cfg["num_attention_heads"]
     if heads % tp:
         raise ValueError(f"tp must divide num_attention_heads={heads}; got {tp}")
@@ -65,42 +101,99 @@ def shard(cfg: dict[str, Any], tp: int) -> dict[str, Any]:
     return out
 
 
-def one_layer(cfg: dict[str, Any], dense: bool = False) -> dict[str, Any]:
+def one_layer(cfg: dict[str, Any], dense: bool = False, per_layer: tuple = ()) -> dict[str, Any]:
     """The config of a 1-layer model whose layer 0 is the architecture's main layer (its MoE layer, if any), or with
-    ``dense`` its dense layer (DeepSeek's first ``first_k_dense_replace`` layers)."""
-    out = dict(cfg, num_hidden_layers=1)
+    ``dense`` its dense layer (DeepSeek's first ``first_k_dense_replace`` layers). ``per_layer``: (key, value) pairs
+    of the config's per-layer lists for that layer (``LayerKind.per_layer``); any other per-layer list keeps its first
+    entry."""
+    total = cfg.get("num_hidden_layers") or hf_config(cfg).num_hidden_layers
+    out = {k: v[:1] if isinstance(v, list) and len(v) == total and total > 1 else v for k, v in cfg.items()}
+    out["num_hidden_layers"] = 1
     if "first_k_dense_replace" in cfg:
         out["first_k_dense_replace"] = 1 if dense else 0
     if "mlp_only_layers" in cfg:
         out["mlp_only_layers"] = [0] if dense else []
     if "decoder_sparse_step" in cfg:
         out["decoder_sparse_step"] = 1
-    if "layer_types" in cfg:
-        out["layer_types"] = cfg["layer_types"][:1]
+    out.update({key: [value] for key, value in per_layer})
     return out
 
 
-def layer_kinds(cfg: dict[str, Any]) -> list[tuple[str, int, bool]]:
-    """(kind, how many layers of it, dense flag for ``build_model``) of a whole model."""
-    total = cfg["num_hidden_layers"]
-    if not is_moe(cfg):
-        return [("dense", total, False)]
-    dense = min(int(cfg.get("first_k_dense_replace") or 0) + len(cfg.get("mlp_only_layers") or []), total)
-    return [k for k in (("dense", dense, True), ("moe", total - dense, False)) if k[1]]
+def hf_config(cfg: dict[str, Any]):
+    """``cfg`` as its transformers config object; a config transformers rejects is a ValueError saying why."""
+    import transformers
+
+    try:
+        return transformers.AutoConfig.for_model(**cfg)
+    except (ValueError, TypeError, AttributeError) as exc:
+        cause = exc.__cause__ or exc
+        raise ValueError(f"model config ({cfg['model_type']}) rejected by transformers: {cause}") from None
 
 
-def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False):
-    """A 1-layer causal LM of ``cfg`` in bf16 with SDPA attention (grouped_mm experts for MoE), on ``device``."""
+class LayerKind(NamedTuple):
+    """Layers of a model that are built and predicted once: how many, dense or MoE, their per-layer settings."""
+
+    name: str
+    count: int
+    dense: bool  # build_model's flag: the dense layer of a model whose main layer is MoE
+    per_layer: tuple = ()  # (key, value) of the per-layer lists that differ between layers (layer_types, ...)
+
+
+def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
+    """The kinds of layer a whole model has, in order of first appearance: dense or MoE (DeepSeek's first
+    ``first_k_dense_replace`` layers, Qwen's ``mlp_only_layers``) times the values of the config's per-layer lists
+    (as transformers completes the config) that are not the same for every layer: Gemma's and GPT-OSS's sliding and
+    full attention ``layer_types``, the linear-attention layers of hybrid models."""
+    config = hf_config(cfg)
+    full = config.to_dict()
+    total = config.num_hidden_layers
+    varying = [
+        k for k, v in full.items() if isinstance(v, list) and len(v) == total and len({json.dumps(x) for x in v}) > 1
+    ]
+    moe = is_moe(cfg)
+    first_dense = int(cfg.get("first_k_dense_replace") or 0)
+    mlp_only = set(cfg.get("mlp_only_layers") or ())
+    counts: dict[tuple, int] = {}
+    for i in range(total):
+        key = (moe and (i < first_dense or i in mlp_only), tuple((k, full[k][i]) for k in varying))
+        counts[key] = counts.get(key, 0) + 1
+    return [
+        LayerKind(", ".join(["dense" if dense or not moe else "moe", *(str(v) for _, v in per)]), n, dense, per)
+        for (dense, per), n in counts.items()
+    ]
+
+
+def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, per_layer: tuple = ()):
+    """A 1-layer causal LM of ``cfg`` in bf16 with SDPA attention (grouped_mm experts for MoE), on ``device``; an
+    architecture transformers has no SDPA path for keeps its own attention (``attention_path`` says which)."""
     import torch
     import transformers
 
-    config = transformers.AutoConfig.for_model(**one_layer(cfg, dense))
-    extra = {"experts_implementation": "grouped_mm"} if is_moe(cfg) else {}
+    small = one_layer(cfg, dense, per_layer)
+    # grouped_mm experts for MoE where the architecture lets one choose (Llama 4 has its own); SDPA where it has it
+    options = [{"experts_implementation": "grouped_mm"}, {}] if is_moe(cfg) else [{}]
+    options = [dict(o, attn_implementation=a) for a in ("sdpa", "eager") for o in options]
     with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(
-            config, dtype=torch.bfloat16, attn_implementation="sdpa", **extra
-        )
+        for i, extra in enumerate(options):
+            try:
+                # a fresh config each try: a failed one leaves its choices on the config
+                model = transformers.AutoModelForCausalLM.from_config(hf_config(small), dtype=torch.bfloat16, **extra)
+                break
+            except ValueError as exc:
+                if i == len(options) - 1 or "does not support" not in str(exc):
+                    raise
     return model.eval()
+
+
+def attention_path(model) -> str | None:
+    """Why ``model``'s attention is not SDPA (None when it is): the assumption a prediction of it states."""
+    impl = model.config._attn_implementation
+    if impl == "sdpa":
+        return None
+    return (
+        f"attention: transformers has no SDPA path for {type(model).__name__}; its {impl!r} attention as written "
+        "(matmuls, softmax and elementwise kernels) is what runs and what is predicted"
+    )
 
 
 @dataclass(frozen=True)
@@ -112,19 +205,74 @@ class LayerCall:
     kwargs: dict
     after: Callable[[], None]
     tokens: int  # tokens this call processes (batch × query length)
+    cache_key: str = "past_key_values"  # the keyword the layer takes its KV cache by
 
 
-def _kv_dims(cfg: dict[str, Any]) -> tuple[int, int, int]:
-    """(KV heads, key head dim, value head dim) the layer caches: MLA caches its compressed latent and the rotary key
-    as one head each (transformers 5.x)."""
-    if "kv_lora_rank" in cfg:
-        return 1, cfg["kv_lora_rank"], cfg["qk_rope_head_dim"]
-    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    return cfg.get("num_key_value_heads", cfg["num_attention_heads"]), hd, hd
+def _decoder_layers(model) -> tuple[str, Any]:
+    """(name, list) of a causal LM's decoder layers, wherever its architecture keeps them (``model.layers``, GPT-2's
+    and Falcon's ``transformer.h``, OPT's ``decoder.layers``): the first non-empty ``ModuleList`` of the base model."""
+    import torch
+
+    for name, module in model.base_model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module):
+            return name, module
+    raise ValueError(f"model {type(model).__name__} has no list of decoder layers (no ModuleList under its base model)")
+
+
+def decoder_layer(model):
+    """Layer 0 of a causal LM's decoder (``_decoder_layers``)."""
+    return _decoder_layers(model)[1][0]
+
+
+def final_norm(model):
+    """The norm a causal LM applies after its last layer (``model.norm``, GPT-2's ``ln_f``, OPT's
+    ``final_layer_norm``): the last norm module of the base model outside its layers; None if it has none."""
+    inside, _ = _decoder_layers(model)
+    norms = [
+        module
+        for name, module in model.base_model.named_modules()
+        if type(module).__name__.endswith("Norm") and not name.startswith(inside + ".")
+    ]
+    return norms[-1] if norms else None
+
+
+def _layer_inputs(model, layer, hidden, positions, cache, cache_key: str) -> dict:
+    """The keyword arguments of one layer call on ``hidden`` at ``positions``: the rotary embeddings where the
+    architecture computes them once per model (Gemma 3 per attention type), the cache under the layer's keyword."""
+    import inspect
+
+    position_ids = positions[None].expand(hidden.shape[0], -1)
+    required = [
+        n
+        for i, (n, p) in enumerate(inspect.signature(layer.forward).parameters.items())
+        if i and p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    kwargs = {
+        **dict.fromkeys(required),  # what the model computes and passes (Falcon's alibi bias): None when unused
+        "attention_mask": None,
+        "position_ids": position_ids,
+        cache_key: cache,
+        "use_cache": True,
+        "cache_position": positions,
+    }
+    rotary = getattr(model.base_model, "rotary_emb", None)
+    if rotary is not None:
+        extra = {}
+        wanted = inspect.signature(rotary.forward).parameters.get("layer_type")
+        if wanted is not None and wanted.default is wanted.empty:  # Gemma 3: one rotary table per attention type
+            extra["layer_type"] = getattr(layer, "attention_type", None) or model.config.layer_types[0]
+        # multimodal RoPE (Qwen-VL, Qwen3.5) takes a row of positions per axis: a text token's are all the same
+        axes = len(getattr(rotary, "mrope_section", ()))
+        kwargs["position_embeddings"] = rotary(
+            hidden, position_ids[None].expand(axes, -1, -1) if axes else position_ids, **extra
+        )
+    return kwargs
 
 
 def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> LayerCall:
     """Layer 0 of ``model`` on ``batch`` × ``seq`` new tokens (decode: seq=1) after ``context`` cached ones."""
+    import inspect
+
     import torch
     from transformers import DynamicCache
 
@@ -137,31 +285,51 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
         raise ValueError(f"context must be 0 for prefill (an empty cache); got {context}")
     if phase == "decode" and not context:
         raise ValueError("context must be >= 1 for decode (tokens already in the KV cache); got 0")
-    cfg = model.config.to_dict()
+    layer = decoder_layer(model)
+    params = inspect.signature(layer.forward).parameters
+    cache_key = "layer_past" if "layer_past" in params else "past_key_values"
     dev = next(model.parameters()).device
     dtype = torch.bfloat16
     mk = torch.empty if dev.type == "meta" else torch.randn
-    hidden = mk(batch, seq, cfg["hidden_size"], device=dev, dtype=dtype)
-    positions = torch.arange(context, context + seq, device=dev)
-    position_ids = positions[None].expand(batch, -1)
-    position_embeddings = model.model.rotary_emb(hidden, position_ids)
+    hidden = mk(batch, seq, model.config.hidden_size, device=dev, dtype=dtype)
     cache = DynamicCache(config=model.config)
     if context:
-        heads, dk, dv = _kv_dims(cfg)
-        cache.update(
-            mk(batch, heads, context, dk, device=dev, dtype=dtype),
-            mk(batch, heads, context, dv, device=dev, dtype=dtype),
-            0,
-        )
-    kwargs = {
-        "attention_mask": None,
-        "position_ids": position_ids,
-        "past_key_values": cache,
-        "use_cache": True,
-        "cache_position": positions,
-        "position_embeddings": position_embeddings,
-    }
-    return LayerCall(model.model.layers[0], (hidden,), kwargs, _restore(cache, seq), batch * seq)
+        shapes = _cached_shapes(model, layer, hidden, cache_key)
+        if shapes is None:  # a recurrent layer (linear attention, SSM): fixed-size state, primed by one token
+            _one_token(model, layer, hidden, cache, cache_key)
+        else:
+            keys, values = shapes
+            cache.update(
+                mk(*keys[:2], context, keys[3], device=dev, dtype=dtype),
+                mk(*values[:2], context, values[3], device=dev, dtype=dtype),
+                0,
+            )
+    positions = torch.arange(context, context + seq, device=dev)
+    kwargs = _layer_inputs(model, layer, hidden, positions, cache, cache_key)
+    return LayerCall(layer, (hidden,), kwargs, _restore(cache, seq), batch * seq, cache_key)
+
+
+def _one_token(model, layer, hidden, cache, cache_key: str) -> None:
+    """One token through ``layer`` into ``cache`` (position 0), without gradients."""
+    import torch
+
+    one = hidden[:, :1]
+    with torch.no_grad():
+        layer(one, **_layer_inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key))
+
+
+def _cached_shapes(model, layer, hidden, cache_key: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The shapes of what ``layer`` caches for one token, (batch, heads, 1, key dim) and the values': read from a
+    one-token call into a scratch cache, so every architecture's own layout comes out (MQA's one head, MLA's
+    compressed latent and rotary key). None for a layer that keeps a recurrent state instead of keys and values."""
+    from transformers import DynamicCache
+
+    scratch = DynamicCache(config=model.config)
+    _one_token(model, layer, hidden, scratch, cache_key)
+    cached = scratch.layers[0]
+    if getattr(cached, "keys", None) is None:
+        return None
+    return tuple(cached.keys.shape), tuple(cached.values.shape)
 
 
 def _restore(cache, seq: int) -> Callable[[], None]:
@@ -169,8 +337,21 @@ def _restore(cache, seq: int) -> Callable[[], None]:
     values themselves, not a cropped view of the grown ones — a view is strided, and the next call's cat of a
     strided cache runs several times slower than decode's real cat of a contiguous one."""
     layer = cache.layers[0]
-    if not getattr(layer, "is_initialized", False):
-        return lambda: cache.crop(-seq)
+    if not hasattr(layer, "keys"):  # a recurrent state: its size, so the next call's cost, does not grow
+        return lambda: None
+    if not getattr(layer, "is_initialized", False):  # prefill: drop what the call appended, if it ran
+        blank = dict(vars(layer))
+
+        def empty() -> None:
+            if getattr(layer, "keys", None) is None:
+                return
+            try:
+                cache.crop(-seq)
+            except RuntimeError:  # a sliding-window layer that filled its window cannot crop: back to blank
+                vars(layer).clear()
+                vars(layer).update(blank)
+
+        return empty
     keys, values = layer.keys, layer.values
 
     def restore() -> None:
@@ -190,10 +371,10 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
     module = call.fn
     state = dict(module.named_parameters()) | dict(module.named_buffers())
     names = list(state)
-    cache = call.kwargs["past_key_values"]
+    cache = call.kwargs[call.cache_key]
     layer = cache.layers[0]
     past = (layer.keys, layer.values) if getattr(layer, "is_initialized", False) else ()
-    kwargs = {k: v for k, v in call.kwargs.items() if k != "past_key_values"}
+    kwargs = {k: v for k, v in call.kwargs.items() if k != call.cache_key}
     leaves, spec = pytree.tree_flatten((call.args, kwargs))
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
     tensors = [state[n] for n in names] + [leaves[i] for i in slots] + list(past)
@@ -208,8 +389,9 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
             layer.keys, layer.values = flat[-2], flat[-1]
         args, kw = pytree.tree_unflatten(inputs, spec)
         try:
-            out = torch.func.functional_call(module, params, args, {**kw, "past_key_values": cache})
-            return out, layer.keys, layer.values
+            out = torch.func.functional_call(module, params, args, {**kw, call.cache_key: cache})
+            # the layer's tensors only: some architectures (Falcon) also return the cache object itself
+            return (*(t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)), layer.keys, layer.values)
         finally:
             vars(layer).clear()
             vars(layer).update(before)

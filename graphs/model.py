@@ -99,12 +99,13 @@ def predict_model(
         _check(n, v, lo) for n, v, lo in (("batch", batch, 1), ("seq", seq, 1), ("context", context, 0), ("tp", tp, 1))
     )
     gpu_name = get_gpu(gpu).name
-    cfg = model if isinstance(model, dict) else layers.load_config(model)
+    cfg = layers.canonical(model) if isinstance(model, dict) else layers.load_config(model)
     name = model if isinstance(model, str) else cfg.get("_name_or_path") or cfg.get("model_type")
     sharded = layers.shard(cfg, tp)
     rows, preds, notes = [], {}, []
-    for kind, count, dense in layers.layer_kinds(cfg):
-        m = layers.build_model(sharded, dense=dense)
+    kinds = layers.layer_kinds(cfg)
+    for kind in kinds:
+        m = layers.build_model(sharded, dense=kind.dense, per_layer=kind.per_layer)
         call = layers.layer_call(m, phase, batch, seq, context)
         p = predict_module(
             call.fn,
@@ -115,15 +116,15 @@ def predict_model(
             routing=routing,
             host_probe_us=host_probe_us,
         )
-        preds[kind] = p
-        notes += [a for a in p.assumptions if a not in notes]
-        rows.append(_workload_part(f"layer ({kind})", count, p))
+        preds[kind.name] = p
+        notes += [a for a in (*p.assumptions, layers.attention_path(m)) if a and a not in notes]
+        rows.append(_workload_part(f"layer ({kind.name})", kind.count, p))
     head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp, host_probe_us)
     rows.append(_workload_part("embedding + norm + LM head", 1, head))
     if tp > 1:
         hidden_bytes = batch * seq * cfg["hidden_size"] * 2
         rows += [
-            _collective("", "all_reduce", hidden_bytes, 2 * cfg["num_hidden_layers"], gpu_name, tp),
+            _collective("", "all_reduce", hidden_bytes, 2 * sum(k.count for k in kinds), gpu_name, tp),
             # the vocab-parallel head: each rank embeds the tokens of its vocabulary shard, then computes its logits
             _collective("embedding ", "all_reduce", hidden_bytes, 1, gpu_name, tp),
             _collective("logits ", "all_gather", batch * _vocab_rows(cfg, tp) * tp * 2, 1, gpu_name, tp),
@@ -176,10 +177,12 @@ def _head(
     emb = torch.empty(_vocab_rows(cfg, tp), cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
     lm = torch.empty(_vocab_rows(cfg, tp), cfg["hidden_size"], dtype=torch.bfloat16, device="meta")
 
+    norm = layers.final_norm(model)
+
     def head():
-        h = F.embedding(ids, emb) if tp > 1 else model.model.embed_tokens(ids)
-        h = model.model.norm(h)
-        return F.linear(h[:, -1:, :], lm) if tp > 1 else model.lm_head(h[:, -1:, :])
+        h = F.embedding(ids, emb) if tp > 1 else model.get_input_embeddings()(ids)
+        h = h if norm is None else norm(h)
+        return F.linear(h[:, -1:, :], lm) if tp > 1 else model.get_output_embeddings()(h[:, -1:, :])
 
     return predict_module(head, gpu=gpu, cuda_graph=cuda_graph, host_probe_us=host_probe_us)
 
