@@ -33,12 +33,17 @@ from kernelcast.training.evaluate import metrics
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
+#: ``--arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out
+ARCH_DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch_layers.jsonl"
+ARCH_OUT = ROOT / "benchmarks/results/eval_layers_arch.json"
+ARCH_MOE = ("gpt_oss_20b", "qwen1_5_moe_a2_7b", "phi3_5_moe")
+ARCH_HYBRID = ("qwen3_5_27b", "nemotron3_nano_30b")  # linear-attention / Mamba layers (their torch reference paths)
 #: models whose eager spans fitted graphs/host.py's constants; the rest are held out
 FIT = ("llama3_8b", "qwen2_5_7b", "mixtral_8x7b", "deepseek_v3")
 
 
-def predictions() -> list[dict]:
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+def predictions(data: Path = DATA) -> list[dict]:
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if "eager" in r]
     models: dict = {}
     out = []
@@ -172,9 +177,12 @@ def fit_wall_band(rows: list[dict]) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="refit graphs/host.py's constants on the FIT models")
+    p.add_argument("--arch", action="store_true", help="the 15 other architectures' layers (all held out)")
     args = p.parse_args(argv)
+    if args.fit and args.arch:
+        p.error("--fit refits on the FIT models' layers; --arch only scores the other architectures")
     t0 = time.time()
-    rows = predictions()
+    rows = predictions(ARCH_DATA if args.arch else DATA)
     if args.fit:
         fit_l2(rows)
         fit(rows)
@@ -187,11 +195,19 @@ def main(argv=None) -> int:
             p = predict_capture(r["_cap"], "H200", host_probe_us=r["host_probe_us"])
             r.update(wall_low_us=p.wall_low_us, wall_high_us=p.wall_high_us)
     table = []
-    for name, sel in (
+    groups = (
         ("fit models", lambda r: r["model"] in FIT),
         ("held-out models", lambda r: r["model"] not in FIT),
         ("all", lambda r: True),
-    ):
+    )
+    if args.arch:
+        groups = (
+            ("dense", lambda r: r["model"] not in ARCH_MOE + ARCH_HYBRID),
+            ("moe", lambda r: r["model"] in ARCH_MOE),
+            ("hybrid", lambda r: r["model"] in ARCH_HYBRID),
+            ("all", lambda r: True),
+        )
+    for name, sel in groups:
         sub = [r for r in rows if sel(r)]
         for phase in ("prefill", "decode", "both"):
             s = [r for r in sub if phase == "both" or r["phase"] == phase]
@@ -239,7 +255,7 @@ def main(argv=None) -> int:
     for r in rows:
         for k in ("_cap", "_steps", "_table", "_fams"):
             r.pop(k)
-    OUT.write_text(
+    (ARCH_OUT if args.arch else OUT).write_text(
         json.dumps(
             {
                 "host": {
