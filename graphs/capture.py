@@ -70,6 +70,30 @@ class CaptureError(RuntimeError):
     """The call could not run on meta tensors: names the op that failed and why."""
 
 
+def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """SDPA's math backend as torch 2.11 runs it on a GPU, in the aten ops it launches: what torch falls back to when no
+    fused kernel takes the call — query and key/value head counts that differ without ``enable_gqa`` (Falcon's
+    multi-query attention calls SDPA so): fp16/bf16 inputs upcast to fp32, q and k each scaled by √scale, a causal mask
+    built as a bool ``tril`` and turned additive, two fp32 matmuls broadcasting the heads, a softmax that zeroes fully
+    masked rows (``_safe_softmax``: softmax, isneginf, all, where), the output cast back."""
+    import torch
+
+    dtype = q.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        q, k, v = q.float(), k.float(), v.float()
+    root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    q = q * root
+    if is_causal:
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        attn_mask = torch.zeros(keep.shape, dtype=q.dtype, device=q.device).masked_fill(keep.logical_not(), -math.inf)
+    scores = torch.matmul(q, k.transpose(-2, -1) * root)
+    if attn_mask is not None:
+        scores.add_(attn_mask)
+    probs = torch.softmax(scores, -1)
+    probs = torch.where(torch.isneginf(scores).all(-1, keepdim=True), 0.0, probs)
+    return torch.matmul(probs, v).to(dtype)
+
+
 def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Capture:
     """Run ``fn(*args, **kwargs)`` under the recording modes; every aten op it dispatches, in order."""
     import torch
@@ -87,6 +111,8 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
             if func is F.scaled_dot_product_attention:
                 q, k, v = a[:3]
                 rest = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), a[3:]), **kw)
+                if q.shape[-3] != k.shape[-3] and not rest.get("enable_gqa"):
+                    return math_sdpa(q, k, v, **rest)  # recorded op by op, as the GPU runs it
                 cap.ops.append(OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), _meta(rest), (), ""))
                 state["paused"] = True
                 try:
