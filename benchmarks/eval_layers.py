@@ -145,6 +145,7 @@ BASE_KERNEL_US = {"gemm": 21.0, "attention": 32.0, "elementwise": 12.0, "reducti
 
 
 def _m(rows: list[dict], measured: str, predicted: str) -> dict:
+    rows = [r for r in rows if r[measured] is not None]  # a CUDA graph that did not capture has no span
     return metrics(np.array([r[measured] for r in rows]), np.array([r[predicted] for r in rows]))
 
 

@@ -48,11 +48,17 @@ POINTWISE = {
     "sin": "sin",
     "cos": "cos",
     **dict.fromkeys(
-        "gt lt ge le eq ne logical_not logical_and logical_or bitwise_and bitwise_or bitwise_not isnan isinf".split(),
+        "gt lt ge le eq ne logical_not logical_and logical_or bitwise_and bitwise_or bitwise_not isnan isinf isneginf "
+        "isposinf".split(),
         "compare",
     ),
+    # a triangle of a matrix kept, the rest zeroed: one read, one write and a compare per element, as where's
+    **dict.fromkeys(("tril", "tril_", "triu", "triu_"), "where"),
+    # log(1 + exp(x)): a transcendental unary, as log's
+    "softplus": "log",
     **dict.fromkeys(
-        "fill fill_ zero_ zeros zeros_like ones ones_like full full_like new_zeros new_ones new_full arange".split(),
+        "fill fill_ zero_ zeros zeros_like ones ones_like full full_like new_zeros new_ones new_full arange "
+        "scalar_tensor".split(),
         "fill",
     ),
 }
@@ -81,6 +87,9 @@ REDUCTIONS = {
     "topk": "topk",
     "histc": "sum",
     "bincount": "sum",
+    # logical and/or over a dim: reduce_kernel over bools, amax's launch
+    "all": "amax",
+    "any": "amax",
 }
 GEMMS = ("mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "mv", "addmv", "_scaled_mm")
 COPIES = (
@@ -102,6 +111,7 @@ COPIES = (
     "scatter_add_",
     "repeat",
     "stack",
+    "constant_pad_nd",
 )
 
 
@@ -361,6 +371,10 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
         if len(pieces) == 1:
             return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "copy", out.numel),))
         return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "cat", run, inputs=min(len(pieces), 4096)),))
+    if name == "constant_pad_nd":  # the padded output written, its rows of input copied in runs
+        src = rec.args[0]
+        run = min(contiguous_run(src.shape, src.stride), src.shape[-1] if src.shape else 1)
+        return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "copy", run),))
     if name in ("clone", "_to_copy", "copy_", "repeat"):
         src = rec.args[1] if name == "copy_" else rec.args[0]
         dst = out
