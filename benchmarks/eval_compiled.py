@@ -55,14 +55,19 @@ def _fused_models(p) -> list[str]:
     return sorted(set(k.loc[k["family"] == "fused", "model"].dropna().astype(str)))
 
 
-def layer_rows() -> list[dict]:
+def layer_rows(frame: pd.DataFrame | None = None) -> list[dict]:
+    """The compiled layers of ``frame`` (default: the eight models' 80) predicted eager and compiled; a layer the GPU
+    did not measure is skipped, one whose prediction fails is a row with its error."""
     from kernelcast.features import layers
     from kernelcast.graphs.compiled import predict_codes
     from kernelcast.graphs.inductor import inductor_code
     from kernelcast.graphs.predict import predict_module
 
     models, out = {}, []
-    for r in _tasks("layers").itertuples():
+    frame = _tasks("layers") if frame is None else frame
+    for r in frame.itertuples():
+        if r.device_us is None or pd.isna(r.device_us):
+            continue
         tp, batch, seq, context = (int(x) for x in (r.tp, r.batch, r.seq, r.context))
         key = (r.model, tp)
         if key not in models:
@@ -70,7 +75,14 @@ def layer_rows() -> list[dict]:
         call = layers.layer_call(models[key], r.phase, batch, seq, context)
         fn, tensors = layers.functional_layer(call)
         t0 = time.time()
-        comp = predict_codes(inductor_code(fn, tuple(tensors), gpu=GPU), GPU)
+        try:
+            comp = predict_codes(inductor_code(fn, tuple(tensors), gpu=GPU), GPU)
+        except Exception as exc:  # noqa: BLE001 - recorded per layer
+            call.after()
+            out.append(
+                {"model": r.model, "phase": r.phase, "task": r.task, "error": f"{type(exc).__name__}: {exc}"[:300]}
+            )
+            continue
         seconds = time.time() - t0
         eager = predict_module(call.fn, call.args, call.kwargs, gpu=GPU)
         call.after()
@@ -260,7 +272,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", type=int, default=0, help="only the first N test graphs (0: all)")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--arch", action="store_true", help="only the compiled layers of the 15 other architectures")
     args = ap.parse_args(argv)
+    if args.arch:
+        return arch_layers()
     t0 = time.time()
     timing = time_layer()
     lay = layer_rows()
@@ -274,6 +289,36 @@ def main(argv=None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2, default=str))
     print_table(res)
+    return 0
+
+
+def arch_layers() -> int:
+    """``--arch``: the compiled layers of layer_job.ARCH_MODELS (datasets/compiled/…20261204_archlayers_tasks.parquet),
+    none of them fitted on: device time and fusion speedup per architecture; writes results/eval_compiled_arch.json."""
+    t0 = time.time()
+    rows = layer_rows(pd.read_parquet(DATA / "kernelcast_h200_sxm_20261204_archlayers_tasks.parquet"))
+    ok = [r for r in rows if "error" not in r]
+    res = {"gpu": GPU, "layers": {}, "speedup": {}, "errors": [r for r in rows if "error" in r]}
+    L = pd.DataFrame(ok)
+    res["layers"]["all"] = _stats(L["device_us"], L["measured_us"])
+    res["speedup"]["all"] = _stats(L["eager_us"] / L["device_us"], L["measured_eager_us"] / L["measured_us"])
+    for model, grp in L.groupby("model"):
+        res["layers"][model] = _stats(grp["device_us"], grp["measured_us"])
+    res["eager_layers"] = _stats(L["eager_us"], L["measured_eager_us"])
+    res["rows"], res["wall_s"] = rows, time.time() - t0
+    (OUT.parent / "eval_compiled_arch.json").write_text(json.dumps(res, indent=2, default=str))
+    print(f"{'set':32s} {'n':>5s} {'median APE':>11s} {'p90 APE':>9s}")
+    for name, s in (
+        *(("layer device " + k, v) for k, v in res["layers"].items()),
+        ("eager device", res["eager_layers"]),
+        ("speedup", res["speedup"]["all"]),
+    ):
+        print(f"{name:32s} {s['n']:5d} {s['median_ape']:11.1%} {s['p90_ape']:9.1%}")
+    print(
+        f"{len(res['errors'])} layers not predicted: "
+        + "; ".join(f"{e['task']}: {e['error'][:80]}" for e in res["errors"][:5])
+    )
+    print(f"(total {res['wall_s']:.0f} s)")
     return 0
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from kernelcast.collect.dataset import card_keys, plain_key, write_atomic
+from kernelcast.collect.fused_job import LAYER_MODELS
 from kernelcast.features import fused_code
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
@@ -49,11 +50,14 @@ TRAIN_SPLITS = ("train", "aligned")
 CHOICE_SEEDS = 40
 
 
+FIT_LAYER_MODELS = frozenset(name for name, _ in LAYER_MODELS)
+
+
 def split_of(row: dict) -> str:
     """train (random train-box graphs) | aligned (the aligned box, trained on too) | test (the test box) | choices (the
-    fusion-choice study) | layers."""
+    fusion-choice study) | layers (fused_job.LAYER_MODELS) | archlayers (layer_job.ARCH_MODELS: other architectures)."""
     if row["kind"] == "layer":
-        return "layers"
+        return "layers" if row["model"] in FIT_LAYER_MODELS else "archlayers"
     if row["box"] in ("test", "aligned"):
         return row["box"]
     return "choices" if row["seed"] < CHOICE_SEEDS else "train"
@@ -135,7 +139,7 @@ def task_row(row: dict) -> dict:
         "kernels": json.dumps(row.get("kernels")),
         "eager_kernels": len(row.get("eager_kernels") or []),
         "compile_s": row.get("compile_s"),
-        "code": row["code"] if row["kind"] == "layer" else None,
+        "code": row.get("code") if row["kind"] == "layer" else None,  # a task that failed has none
         "error": row.get("error"),
     }
 
