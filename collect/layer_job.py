@@ -67,14 +67,26 @@ ARCH_MODELS = tuple(
         "nemotron3_nano_30b",
     )
 )
-MODEL_SETS = {"fit": MODELS, "arch": ARCH_MODELS}
+#: a second, sealed set measured after the choices ARCH_MODELS' layers informed: those architectures at other points,
+#: and five more (Qwen3.5-MoE, MiniMax-M2.5, MiMo-V2-Flash, GPT-OSS-120B, Nemotron-3-Super)
+ARCH2_MODELS = ARCH_MODELS + tuple(
+    (name, 1) for name in ("qwen3_5_35b_a3b", "minimax_m2_5", "mimo_v2_flash", "gpt_oss_120b", "nemotron3_super_120b")
+)
+ARCH2_PREFILL = ((1, 777), (3, 1500), (1, 4000))
+ARCH2_DECODE = ((2, 3000), (24, 1500), (48, 700))
+#: --models: (models, prefill (batch, seq) points, decode (batch, context) points)
+MODEL_SETS = {
+    "fit": (MODELS, POINTS_PREFILL, POINTS_DECODE),
+    "arch": (ARCH_MODELS, POINTS_PREFILL, POINTS_DECODE),
+    "arch2": (ARCH2_MODELS, ARCH2_PREFILL, ARCH2_DECODE),
+}
 
 
-def layer_points(models: tuple = MODELS) -> list[dict]:
+def layer_points(models: tuple = MODELS, prefill: tuple = POINTS_PREFILL, decode: tuple = POINTS_DECODE) -> list[dict]:
     out = []
     for model, tp in models:
-        out += [dict(model=model, tp=tp, phase="prefill", batch=b, seq=s, context=0) for b, s in POINTS_PREFILL]
-        out += [dict(model=model, tp=tp, phase="decode", batch=b, seq=1, context=c) for b, c in POINTS_DECODE]
+        out += [dict(model=model, tp=tp, phase="prefill", batch=b, seq=s, context=0) for b, s in prefill]
+        out += [dict(model=model, tp=tp, phase="decode", batch=b, seq=1, context=c) for b, c in decode]
     return out
 
 
@@ -163,7 +175,7 @@ def _done(path: Path, keys: tuple[str, ...]) -> set:
     return {tuple(json.loads(line)[k] for k in keys) for line in path.read_text().splitlines() if line.strip()}
 
 
-def run_layers(out: Path, budget_s: float, t0: float, models: tuple = MODELS) -> None:
+def run_layers(out: Path, budget_s: float, t0: float, model_set: str = "fit") -> None:
     import torch
 
     from kernelcast.features import layers
@@ -171,7 +183,7 @@ def run_layers(out: Path, budget_s: float, t0: float, models: tuple = MODELS) ->
     path = out / "layers.jsonl"
     keys = ("model", "tp", "phase", "batch", "seq", "context")
     done = _done(path, keys)
-    points = [p for p in layer_points(models) if tuple(p[k] for k in keys) not in done]
+    points = [p for p in layer_points(*MODEL_SETS[model_set]) if tuple(p[k] for k in keys) not in done]
     by_model: dict = {}
     for p in points:
         by_model.setdefault((p["model"], p["tp"]), []).append(p)
@@ -375,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:
-        run_layers(out, args.budget_s, t0, MODEL_SETS[args.models])
+        run_layers(out, args.budget_s, t0, args.models)
     if "trace" in parts:
         run_trace(out)
     if "once" in parts:
