@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2]
 """
 
 from __future__ import annotations
@@ -33,11 +33,26 @@ from kernelcast.training.evaluate import metrics
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
-#: ``--arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out
-ARCH_DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch_layers.jsonl"
-ARCH_OUT = ROOT / "benchmarks/results/eval_layers_arch.json"
-ARCH_MOE = ("gpt_oss_20b", "qwen1_5_moe_a2_7b", "phi3_5_moe")
-ARCH_HYBRID = ("qwen3_5_27b", "nemotron3_nano_30b")  # linear-attention / Mamba layers (their torch reference paths)
+#: ``--set arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out;
+#: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed
+SETS = {
+    "fit": (DATA, OUT),
+    "arch": (
+        ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch_layers.jsonl",
+        OUT.with_name("eval_layers_arch.json"),
+    ),
+    "arch2": (
+        ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch2_layers.jsonl",
+        OUT.with_name("eval_layers_arch2.json"),
+    ),
+}
+ARCH_MOE = ("gpt_oss_20b", "qwen1_5_moe_a2_7b", "phi3_5_moe", "minimax_m2_5", "mimo_v2_flash", "gpt_oss_120b")
+ARCH_HYBRID = (
+    "qwen3_5_27b",
+    "nemotron3_nano_30b",
+    "qwen3_5_35b_a3b",
+    "nemotron3_super_120b",
+)  # linear-attention / Mamba layers (their torch reference paths)
 #: models whose eager spans fitted graphs/host.py's constants; the rest are held out
 FIT = ("llama3_8b", "qwen2_5_7b", "mixtral_8x7b", "deepseek_v3")
 
@@ -178,12 +193,13 @@ def fit_wall_band(rows: list[dict]) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="refit graphs/host.py's constants on the FIT models")
-    p.add_argument("--arch", action="store_true", help="the 15 other architectures' layers (all held out)")
+    p.add_argument("--set", default="fit", choices=tuple(SETS), help="fit: the eight models; arch, arch2: others")
     args = p.parse_args(argv)
-    if args.fit and args.arch:
-        p.error("--fit refits on the FIT models' layers; --arch only scores the other architectures")
+    if args.fit and args.set != "fit":
+        p.error("--fit refits on the FIT models' layers; --set arch/arch2 only scores the other architectures")
     t0 = time.time()
-    rows = predictions(ARCH_DATA if args.arch else DATA)
+    data, out = SETS[args.set]
+    rows = predictions(data)
     if args.fit:
         fit_l2(rows)
         fit(rows)
@@ -201,7 +217,7 @@ def main(argv=None) -> int:
         ("held-out models", lambda r: r["model"] not in FIT),
         ("all", lambda r: True),
     )
-    if args.arch:
+    if args.set != "fit":
         groups = (
             ("dense", lambda r: r["model"] not in ARCH_MOE + ARCH_HYBRID),
             ("moe", lambda r: r["model"] in ARCH_MOE),
@@ -256,7 +272,7 @@ def main(argv=None) -> int:
     for r in rows:
         for k in ("_cap", "_steps", "_table", "_fams"):
             r.pop(k)
-    (ARCH_OUT if args.arch else OUT).write_text(
+    out.write_text(
         json.dumps(
             {
                 "host": {
