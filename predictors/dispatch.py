@@ -131,7 +131,7 @@ def predict_columns(
         whole = mine.all()
         sub = (lambda d: d) if whole else (lambda d, m=mine: {k: np.asarray(v)[m] for k, v in d.items()})
         if p is ANALYTICAL:
-            answer = ANALYTICAL.answer(analytical_us[mine], out["floor_us"][mine])
+            answer = ANALYTICAL.answer(op, sub(cols)["backend"], analytical_us[mine], out["floor_us"][mine])
         else:
             answer = p.predict_columns(op, sub(cols), sub(feats))
         rows = slice(None) if whole else mine  # every row: a slice write (no mask)
@@ -203,9 +203,8 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
-    assumptions = "; ".join(
-        [source.assumptions(d.op), *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))]
-    )
+    said = source.assumptions(d.op, d.backend) if source is ANALYTICAL else source.assumptions(d.op)
+    assumptions = "; ".join([said, *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))])
     if tuned is not row:
         assumptions += (
             f"; no config given: predicted at the top-ranked config {tuned['config'][0]} of the "
