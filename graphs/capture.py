@@ -70,6 +70,12 @@ class CaptureError(RuntimeError):
     """The call could not run on meta tensors: names the op that failed and why."""
 
 
+def runs_math_sdpa(q, k, enable_gqa: bool) -> bool:
+    """Whether torch 2.11 on a GPU sends this SDPA call to its math backend: no fused kernel (flash, cuDNN,
+    memory-efficient) takes query and key/value head counts that differ unless ``enable_gqa`` says to group them."""
+    return q.shape[-3] != k.shape[-3] and not enable_gqa
+
+
 def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """SDPA's math backend as torch 2.11 runs it on a GPU, in the aten ops it launches: what torch falls back to when no
     fused kernel takes the call — query and key/value head counts that differ without ``enable_gqa`` (Falcon's
@@ -111,7 +117,7 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
             if func is F.scaled_dot_product_attention:
                 q, k, v = a[:3]
                 rest = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), a[3:]), **kw)
-                if q.shape[-3] != k.shape[-3] and not rest.get("enable_gqa"):
+                if runs_math_sdpa(q, k, rest.get("enable_gqa", False)):
                     return math_sdpa(q, k, v, **rest)  # recorded op by op, as the GPU runs it
                 cap.ops.append(OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), _meta(rest), (), ""))
                 state["paused"] = True

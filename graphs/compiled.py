@@ -33,7 +33,10 @@ from kernelcast.predictors.dispatch import predict_many
 
 _STRINGS = re.compile(r"'''.*?'''", re.S)
 _REGION = re.compile(r"#\s*Topologically Sorted Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
-_GET_ARGS = re.compile(r"^(\w+) = rand_strided\(\(([^)]*)\), \(([^)]*)\), device='[^']*', dtype=torch\.(\w+)\)", re.M)
+#: the wrapper's get_args lines (indented inside ``def get_args():``): name, shape, stride, dtype of each graph input
+_GET_ARGS = re.compile(
+    r"^\s*(\w+) = rand_strided\(\(([^)]*)\), \(([^)]*)\), device='[^']*', dtype=torch\.(\w+)\)", re.M
+)
 #: calls of the wrapper that launch nothing: allocation, views, checks, stream and device handling
 NO_LAUNCH = frozenset(
     "empty_strided_cuda empty_strided reinterpret_tensor assert_size_stride assert_alignment get_raw_stream "

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kernelcast.features.gpu import GpuSpec, get_gpu
 from kernelcast.features.inductor import compile_code, functional
-from kernelcast.graphs.capture import CaptureError
+from kernelcast.graphs.capture import CaptureError, runs_math_sdpa
 from kernelcast.graphs.fake_cuda import fake_cuda
 from kernelcast.graphs.lower import attention_backend
 
@@ -36,6 +36,8 @@ def _fused_attention(spec: GpuSpec):
     aten = torch.ops.aten
 
     def backend(q, k, attn_mask=None, enable_gqa=False, **_) -> str | None:
+        if runs_math_sdpa(q, k, enable_gqa):  # Falcon's multi-query call: torch's math path, traced as is
+            return None
         half = q.dtype in (torch.bfloat16, torch.float16)
         name = attention_backend(spec.name, "bf16" if half else "fp32")
         if name == "flash" and (attn_mask is not None or not half):
