@@ -24,7 +24,9 @@ NO_KERNEL = frozenset(
     "view _unsafe_view reshape _reshape_alias transpose permute t expand expand_as slice select split "
     "split_with_sizes unsqueeze squeeze as_strided alias detach unbind chunk narrow empty empty_like empty_strided "
     "new_empty new_empty_strided lift_fresh unflatten flatten view_as_real view_as_complex movedim diagonal "
-    "unfold _local_scalar_dense sym_size sym_stride sym_numel set_ resize_ _to_dense".split()
+    "unfold _local_scalar_dense sym_size sym_stride sym_numel set_ resize_ _to_dense "
+    # a Python number torch wraps as a 0-dim tensor (where(c, x, 0.5)): made on the host, no kernel
+    "scalar_tensor".split()
 )
 #: aten pointwise op -> elementwise fn
 POINTWISE = {
@@ -57,8 +59,7 @@ POINTWISE = {
     # log(1 + exp(x)): a transcendental unary, as log's
     "softplus": "log",
     **dict.fromkeys(
-        "fill fill_ zero_ zeros zeros_like ones ones_like full full_like new_zeros new_ones new_full arange "
-        "scalar_tensor".split(),
+        "fill fill_ zero_ zeros zeros_like ones ones_like full full_like new_zeros new_ones new_full arange".split(),
         "fill",
     ),
 }
