@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelcast.collect.layer_job import ARCH_MODELS
+from kernelcast.collect.layer_job import ARCH2_DECODE, ARCH2_MODELS, ARCH2_PREFILL, ARCH_MODELS
 from kernelcast.features.inductor import compile_code
 
 REPEATS = 5
@@ -62,6 +62,15 @@ LAYER_POINTS = (
     ("decode", 16, 1, 8191),
 )
 
+#: --layer-models: (models, points); arch2 is layer_job's sealed second set, compiled
+LAYER_SETS = {
+    "fit": (LAYER_MODELS, LAYER_POINTS),
+    "arch": (ARCH_MODELS, LAYER_POINTS),
+    "arch2": (
+        ARCH2_MODELS,
+        tuple(("prefill", b, s, 0) for b, s in ARCH2_PREFILL) + tuple(("decode", b, 1, c) for b, c in ARCH2_DECODE),
+    ),
+}
 
 #: what names a task (its row adds the measurements to these)
 TASK_FIELDS = ("kind", "seed", "box", "choice", "model", "tp", "phase", "batch", "seq", "context")
@@ -207,12 +216,19 @@ def _worker(tasks, results, lock, batch: int) -> None:
             return
 
 
-def plan(graphs: tuple[int, int], box: str, layers: int, choices: int, models: tuple = LAYER_MODELS) -> list[dict]:
-    """Tasks: the first ``layers`` decoder layers of ``models`` × LAYER_POINTS (longest compiles first), then graphs;
+def plan(
+    graphs: tuple[int, int],
+    box: str,
+    layers: int,
+    choices: int,
+    models: tuple = LAYER_MODELS,
+    points: tuple = LAYER_POINTS,
+) -> list[dict]:
+    """Tasks: the first ``layers`` decoder layers of ``models`` × ``points`` (longest compiles first), then graphs;
     the first ``choices`` graphs also under every FUSION_CHOICES set."""
     tasks = []
     for model, tp in models:
-        for phase, batch, seq, context in LAYER_POINTS:
+        for phase, batch, seq, context in points:
             tasks.append(dict(kind="layer", model=model, tp=tp, phase=phase, batch=batch, seq=seq, context=context))
     del tasks[layers:]
     for seed in range(*graphs):
@@ -236,7 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=0, help="this many decoder layers of LAYER_MODELS × LAYER_POINTS")
     p.add_argument("--choices", type=int, default=0, help="graphs also compiled under every fusion choice")
     p.add_argument(
-        "--layer-models", default="fit", choices=("fit", "arch"), help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS"
+        "--layer-models",
+        default="fit",
+        choices=tuple(LAYER_SETS),
+        help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
@@ -251,8 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path.exists():
         done = {task_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
     lo, hi = (int(x) for x in args.graphs.split(":"))
-    models = ARCH_MODELS if args.layer_models == "arch" else LAYER_MODELS
-    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices, models) if task_key(t) not in done]
+    models, points = LAYER_SETS[args.layer_models]
+    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices, models, points) if task_key(t) not in done]
     t0 = time.time()
     ctx = mp.get_context("spawn")
     got = errors = 0

@@ -53,11 +53,11 @@ CHOICE_SEEDS = 40
 FIT_LAYER_MODELS = frozenset(name for name, _ in LAYER_MODELS)
 
 
-def split_of(row: dict) -> str:
+def split_of(row: dict, arch_split: str = "archlayers") -> str:
     """train (random train-box graphs) | aligned (the aligned box, trained on too) | test (the test box) | choices (the
-    fusion-choice study) | layers (fused_job.LAYER_MODELS) | archlayers (layer_job.ARCH_MODELS: other architectures)."""
+    fusion-choice study) | layers (fused_job.LAYER_MODELS) | ``arch_split`` (other architectures' layers)."""
     if row["kind"] == "layer":
-        return "layers" if row["model"] in FIT_LAYER_MODELS else "archlayers"
+        return "layers" if row["model"] in FIT_LAYER_MODELS else arch_split
     if row["box"] in ("test", "aligned"):
         return row["box"]
     return "choices" if row["seed"] < CHOICE_SEEDS else "train"
@@ -154,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--datasets", default="datasets")
     p.add_argument("--day", default="20261201")
     p.add_argument("--git-rev", default=None)
+    p.add_argument("--arch-split", default="archlayers", help="the split other architectures' layers are written to")
     args = p.parse_args(argv)
     kernels: dict[str, list] = {}
     tasks: dict[str, list] = {}
@@ -162,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with opener(raw, "rt") as f:
             for line in f:
                 row = json.loads(line)
-                split = split_of(row)
+                split = split_of(row, args.arch_split)
                 tasks.setdefault(split, []).append(task_row(row))
                 if "error" not in row:
                     kernels.setdefault(split, []).extend(kernel_rows(row, args.day, args.git_rev))
