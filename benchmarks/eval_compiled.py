@@ -13,7 +13,7 @@ the output code Inductor writes for the H200 here (torch of this host), and noth
     same order);
 (e) seconds for a one-layer compiled prediction, codegen included.
 
-    python benchmarks/eval_compiled.py [--graphs N] [--workers 2]
+    python benchmarks/eval_compiled.py [--graphs N] [--workers 2] [--set fit|arch|arch2]
 
 Prints a table and writes benchmarks/results/eval_compiled.json.
 """
@@ -272,10 +272,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", type=int, default=0, help="only the first N test graphs (0: all)")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--arch", action="store_true", help="only the compiled layers of the 15 other architectures")
+    ap.add_argument(
+        "--set",
+        default="fit",
+        choices=("fit", "arch", "arch2"),
+        help="fit: everything below; arch, arch2: only the compiled layers of other architectures (the first set, the "
+        "sealed second)",
+    )
     args = ap.parse_args(argv)
-    if args.arch:
-        return arch_layers()
+    if args.set != "fit":
+        return arch_layers(args.set)
     t0 = time.time()
     timing = time_layer()
     lay = layer_rows()
@@ -292,11 +298,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def arch_layers() -> int:
-    """``--arch``: the compiled layers of layer_job.ARCH_MODELS (datasets/compiled/…20261204_archlayers_tasks.parquet),
-    none of them fitted on: device time and fusion speedup per architecture; writes results/eval_compiled_arch.json."""
+def arch_layers(which: str) -> int:
+    """``--set arch``: the compiled layers of layer_job.ARCH_MODELS (datasets/compiled/…_archlayers_tasks.parquet);
+    ``--set arch2``: the sealed second set's (…_archlayers2_tasks.parquet). None of them fitted on: device time and
+    fusion speedup per architecture; writes results/eval_compiled_<set>.json."""
     t0 = time.time()
-    rows = layer_rows(pd.read_parquet(DATA / "kernelcast_h200_sxm_20261204_archlayers_tasks.parquet"))
+    split = {"arch": "archlayers", "arch2": "archlayers2"}[which]
+    rows = layer_rows(pd.read_parquet(DATA / f"kernelcast_h200_sxm_20261204_{split}_tasks.parquet"))
     ok = [r for r in rows if "error" not in r]
     res = {"gpu": GPU, "layers": {}, "speedup": {}, "errors": [r for r in rows if "error" in r]}
     L = pd.DataFrame(ok)
@@ -306,7 +314,7 @@ def arch_layers() -> int:
         res["layers"][model] = _stats(grp["device_us"], grp["measured_us"])
     res["eager_layers"] = _stats(L["eager_us"], L["measured_eager_us"])
     res["rows"], res["wall_s"] = rows, time.time() - t0
-    (OUT.parent / "eval_compiled_arch.json").write_text(json.dumps(res, indent=2, default=str))
+    (OUT.parent / f"eval_compiled_{which}.json").write_text(json.dumps(res, indent=2, default=str))
     print(f"{'set':32s} {'n':>5s} {'median APE':>11s} {'p90 APE':>9s}")
     for name, s in (
         *(("layer device " + k, v) for k, v in res["layers"].items()),
