@@ -46,7 +46,6 @@ SETS = {
         OUT.with_name("eval_layers_arch2.json"),
     ),
 }
-ARCH_MOE = ("gpt_oss_20b", "qwen1_5_moe_a2_7b", "phi3_5_moe", "minimax_m2_5", "mimo_v2_flash", "gpt_oss_120b")
 ARCH_HYBRID = (
     "qwen3_5_27b",
     "nemotron3_nano_30b",
@@ -218,10 +217,14 @@ def main(argv=None) -> int:
         ("all", lambda r: True),
     )
     if args.set != "fit":
+        kind = {
+            m: "hybrid" if m in ARCH_HYBRID else "moe" if layers.is_moe(layers.load_config(m)) else "dense"
+            for m in {r["model"] for r in rows}
+        }
         groups = (
-            ("dense", lambda r: r["model"] not in ARCH_MOE + ARCH_HYBRID),
-            ("moe", lambda r: r["model"] in ARCH_MOE),
-            ("hybrid", lambda r: r["model"] in ARCH_HYBRID),
+            ("dense", lambda r: kind[r["model"]] == "dense"),
+            ("moe", lambda r: kind[r["model"]] == "moe"),
+            ("hybrid", lambda r: kind[r["model"]] == "hybrid"),
             ("all", lambda r: True),
         )
     for name, sel in groups:
