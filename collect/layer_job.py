@@ -74,11 +74,24 @@ ARCH2_MODELS = ARCH_MODELS + tuple(
 )
 ARCH2_PREFILL = ((1, 777), (3, 1500), (1, 4000))
 ARCH2_DECODE = ((2, 3000), (24, 1500), (48, 700))
+#: a third, sealed set (fifteenth session, measured with the strided-cat data and read after every choice it made):
+#: every model above at five other points, and six architectures no set used (GPT-J's parallel block, StableLM's
+#: partial rotary, Command-R's parallel block with its QK-free norm, OLMoE's 64 experts, Phi-1.5, StarCoder's MQA)
+ARCH3_MODELS = (
+    MODELS
+    + ARCH2_MODELS
+    + tuple(
+        (name, 1) for name in ("gptj_6b", "stablelm_3b", "cohere_command_r", "olmoe_1b_7b", "phi_1_5", "starcoder_15b")
+    )
+)
+ARCH3_PREFILL = ((2, 640), (1, 3000))
+ARCH3_DECODE = ((8, 1000), (32, 2500), (96, 300))
 #: --models: (models, prefill (batch, seq) points, decode (batch, context) points)
 MODEL_SETS = {
     "fit": (MODELS, POINTS_PREFILL, POINTS_DECODE),
     "arch": (ARCH_MODELS, POINTS_PREFILL, POINTS_DECODE),
     "arch2": (ARCH2_MODELS, ARCH2_PREFILL, ARCH2_DECODE),
+    "arch3": (ARCH3_MODELS, ARCH3_PREFILL, ARCH3_DECODE),
 }
 
 

@@ -4,7 +4,8 @@ point is skipped.
 A sweep file holds blocks of three kinds (every key may be a scalar or a list of choices):
 
 * ``[[grid]]``: the cartesian product of every list-valued key (``config`` = list of tables;
-  ``"=key"`` copies another key's value, e.g. ``seq_kv = "=seq_q"``; ``config`` is dropped
+  ``"=key"`` copies another key's value, e.g. ``seq_kv = "=seq_q"``, and ``"=_a*(_b+1)*run"`` computes one
+  from integer keys, ``_``-prefixed keys being draws that are no description field; ``config`` is dropped
   for non-Triton backends). A pool table (below; ``pool_seed`` required) is a list of its tables:
   every point gets every table. ``shape`` (a table, a list or a pool of them) merges its fields
   into the point, so ``shape = { pool = 50, m = …, n = … }`` x ``config = { pool = 60, … }`` measures
@@ -26,8 +27,10 @@ Any block may set ``max_gflop`` (points above it are skipped, with the reason) t
 
 from __future__ import annotations
 
+import ast
 import itertools
 import math
+import operator
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -244,9 +247,45 @@ def _points_models(path: Path, block: dict) -> Iterator[tuple[dict, dict | str]]
                 yield sub, extra
 
 
-def _resolve(point: dict) -> dict:
-    """``"=other"`` values copy another key's value; ``config`` is kept for Triton backends only."""
-    out = {k: point.get(v[1:], v) if isinstance(v, str) and v.startswith("=") else v for k, v in point.items()}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def _arith(path: Path, key: str, expr: str, point: dict) -> int:
+    """Value of ``"_outer*(_seq+_new)*run"``: integers, other keys of the point, ``+ - * //`` and parentheses."""
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and isinstance(point.get(node.id), int):
+            return point[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+            return _ARITH[type(node.op)](ev(node.left), ev(node.right))
+        raise _err(path, key, "=" + expr, "an expression of integers, integer keys of the point, + - * // and ()")
+
+    return ev(ast.parse(expr, mode="eval"))
+
+
+def _refs(expr: str) -> set[str]:
+    try:
+        return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+
+
+def _resolve(path: Path, point: dict) -> dict:
+    """``"=other"`` values copy another key's value, ``"=a*(b+c)"`` computes one from integer keys; keys starting
+    with ``_`` are draws such expressions use, not description fields; ``config`` is kept for Triton backends only."""
+    out = dict(point)
+    todo = [k for k, v in point.items() if isinstance(v, str) and v.startswith("=")]
+    while todo:  # in the order their references resolve: `elements = "=largest"` after `largest = "=_a*_b"`
+        ready = [k for k in todo if not (_refs(out[k][1:]) & set(todo)) - {k}]
+        for k in ready or todo[:1]:  # a cycle: the first one fails with its expression named
+            expr = out[k][1:]
+            out[k] = out[expr] if expr in out else _arith(path, k, expr, out)
+            todo.remove(k)
+    out = {k: v for k, v in out.items() if not k.startswith("_")}
     if out.get("backend") != "triton":
         out.pop("config", None)
     return out
@@ -258,8 +297,8 @@ def _gflop(desc: Desc) -> float:
     return float(get_op(desc.op).flops(cols)[0]) / 1e9
 
 
-def _admit(out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None) -> None:
-    point = _resolve(point)
+def _admit(path: Path, out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None) -> None:
+    point = _resolve(path, point)
     try:
         desc = parse_desc({**point, "gpu": gpu})
     except ValueError as exc:
@@ -295,11 +334,11 @@ def expand_report(name: str, gpu: str, seed: int = 0) -> Expansion:
                     if isinstance(extra, str):
                         out.skipped.append((point, extra))
                     else:
-                        _admit(out, seen, point, {**base_tags, **extra}, gpu, limit)
+                        _admit(path, out, seen, point, {**base_tags, **extra}, gpu, limit)
                 continue
             points = _points_grid(path, block) if kind == "grid" else _points_random(path, block, rng)
             for point in points:
-                _admit(out, seen, point, base_tags, gpu, limit)
+                _admit(path, out, seen, point, base_tags, gpu, limit)
     return out
 
 

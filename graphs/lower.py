@@ -369,8 +369,17 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
             return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "copy", out.numel),))
         inner = math.prod(out.shape[dim + 1 :])
         chunk = [t.shape[dim] * inner if name == "cat" else inner for t in pieces]
-        run = 1 if strided else math.gcd(*chunk) if chunk else out.numel
-        return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "cat", run, inputs=min(len(pieces), 4096)),))
+        if strided:  # element at a time over rank-`dims` offsets; the strided pieces read in their contiguous runs
+            run = min(contiguous_run(t.shape, t.stride) for t in pieces if not t.contiguous)
+            extra = {
+                "contiguous": False,
+                "dims": min(max(len(out.shape), 1), 4),
+                "largest": max(t.numel for t in pieces),
+            }
+        else:
+            run, extra = math.gcd(*chunk) if chunk else out.numel, {}
+        desc = _copy_desc(out.numel, _dtype(out), "cat", run, inputs=min(len(pieces), 4096), **extra)
+        return Lowered(rec.name, (desc,))
     if name == "constant_pad_nd":  # the padded output written, its rows of input copied in runs
         src = rec.args[0]
         run = min(contiguous_run(src.shape, src.stride), src.shape[-1] if src.shape else 1)

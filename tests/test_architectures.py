@@ -88,5 +88,44 @@ def test_a_cat_of_a_strided_input_is_the_element_at_a_time_path():
     cache = torch.empty(4, 32, 512, 96, device="meta", dtype=torch.bfloat16)
     (strided,) = [d for rec in capture(cat, (cache, qkv[..., 96:192])).ops for d in lower(rec, "H200").descs]
     (dense,) = [d for rec in capture(cat, (cache, qkv[..., 96:192].contiguous())).ops for d in lower(rec, "H200").descs]
-    assert strided["fn"] == "cat" and strided["run"] == 1
-    assert dense["fn"] == "cat" and dense["run"] == 96
+    # the key append of a fused-QKV decode step: the whole cache (contiguous) and the new token (a slice, strided)
+    assert strided["fn"] == "cat" and strided["contiguous"] is False and strided["run"] == 96
+    assert strided["dims"] == 4 and strided["largest"] == 4 * 32 * 512 * 96 and strided["inputs"] == 2
+    assert dense["fn"] == "cat" and dense["run"] == 96 and "contiguous" not in dense
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"inputs": 2, "dims": 4, "run": 64, "elements": 4 * 12 * 1025 * 64, "largest": 4 * 12 * 1024 * 64},
+        {"inputs": 1, "dims": 4, "run": 128, "elements": 8 * 128 * 128, "largest": 8 * 128 * 128},
+        {"inputs": 3, "dims": 3, "run": 80, "elements": 6 * (100 + 2 * 7) * 80, "largest": 6 * 100 * 80},
+        {"inputs": 2, "dims": 4, "run": 32, "elements": 2 * 9 * 32 * 5 * 2, "largest": 9 * 32 * 5 * 2},
+    ],
+)
+def test_a_measured_strided_cat_is_the_cat_a_layer_capture_describes(fields):
+    """The collector's strided cat (collect/workloads/copy.py), built on meta tensors and captured as a layer is,
+    lowers to the description it was built from: what is measured is what layers ask for."""
+    from kernelcast.collect.workloads.copy import TorchCopy, strided_cat_inputs
+    from kernelcast.features.desc import parse_desc
+
+    desc = parse_desc(
+        {
+            "op": "copy",
+            "fn": "cat",
+            "contiguous": False,
+            "dtype": "bf16",
+            "backend": "torch",
+            "gpu": "h200_sxm",
+            **fields,
+        }
+    )
+    assert TorchCopy().supports(desc) is None
+    pieces = strided_cat_inputs(desc, lambda shape, seed: torch.empty(shape, device="meta", dtype=torch.bfloat16))
+    assert sum(not p.is_contiguous() for p in pieces) == max(desc.inputs - 1, 1)
+    (got,) = [
+        d for rec in capture(lambda *ps: torch.cat(ps, dim=-2), tuple(pieces)).ops for d in lower(rec, "H200").descs
+    ]
+    assert parse_desc({**got, "gpu": "h200_sxm"}) == desc
+    small = TorchCopy.small(desc)
+    assert TorchCopy().supports(small) is None and parse_desc(small.to_row() | {"op": "copy"}) == small

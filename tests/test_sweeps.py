@@ -276,3 +276,36 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
         gemm(64, 16, 256, 16, 2, 8, 1),
     }
     assert {(op, tuple(sorted(dict(c).items()))) for op, c in shared} <= known
+
+
+def test_computed_keys_chain_and_scratch_draws_are_dropped(tmp_path, monkeypatch):
+    _write(
+        tmp_path,
+        monkeypatch,
+        """
+[[random]]
+op = "copy"
+backend = "torch"
+dtype = "bf16"
+count = 50
+fn = "cat"
+contiguous = false
+dims = 4
+inputs = 2
+run = [64, 128]
+_outer = { log_uniform = [2, 64] }
+_seq = { log_uniform = [8, 512] }
+_new = [1, 4]
+elements = "=largest+_outer*_new*run"
+largest = "=_outer*_seq*run"
+""",
+    )
+    descs = sweeps.expand("t", "H200", seed=3)
+    assert len(descs) > 10
+    for d in descs:  # elements refers to largest, resolved first wherever it stands in the file
+        extra = d.elements - d.largest
+        assert extra > 0 and extra % d.run == 0 and d.largest % d.run == 0
+        assert not any(k.startswith("_") for k in d.to_row())
+    _write(tmp_path, monkeypatch, "[[random]]\nop = 'copy'\ncount = 1\nelements = '=2**8'\n")
+    with pytest.raises(ValueError, match=r"sweep t.toml: elements must be an expression of integers.*got '=2\*\*8'"):
+        sweeps.expand("t", "H200")

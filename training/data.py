@@ -13,6 +13,7 @@ import pandas as pd
 import tomllib
 
 from kernelcast.features.desc import op_fields
+from kernelcast.features.fields import ABSENT
 from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.validate import validate_frame
 
@@ -136,7 +137,7 @@ def load_rows(
             f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets} (roles {', '.join(roles)})"
         )
     columns = [c for c in op_fields(op)] + list(KEEP)
-    frame = pd.concat([p.reindex(columns=columns) for p in parts], ignore_index=True)
+    frame = pd.concat([_with_columns(p, columns, op) for p in parts], ignore_index=True)
     # a text field no file has (fused kernels' config) reindexes to float NaN, which validation reads as a bad value;
     # as object it is absent, as it is after a concat with the outside rows
     if "config" in frame:
@@ -148,6 +149,16 @@ def load_rows(
     )
     keep = status_ok & (frame["latency_us"].to_numpy(dtype=np.float64) > 0)
     return valid_rows(frame.loc[keep].reset_index(drop=True), op, report)
+
+
+def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFrame:
+    """``part`` with ``columns``: a description field its file predates (a field added since, with a default) is
+    absent, so it takes the default as serving gives it; other missing columns are NaN."""
+    out = part.reindex(columns=columns)
+    for name, fld in get_op(op).fields.items():
+        if name not in part and name != "config" and fld.default is not None:
+            out[name] = pd.Series([ABSENT] * len(out), index=out.index, dtype=object)
+    return out
 
 
 def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:

@@ -1,13 +1,39 @@
 """Copy workload: contiguous and strided copies (``.contiguous()`` of a permuted view), cat, index_select (the gather
-behind ``F.embedding``) and index_add_ (the scatter-add MoE loops combine experts with), in runs of ``run`` elements."""
+behind ``F.embedding``) and index_add_ (the scatter-add MoE loops combine experts with), in runs of ``run`` elements.
+
+A ``contiguous=False`` cat is built as decoder layers make one: rank-``dims`` pieces ``[outer…, seq_i, run]`` joined
+along the sequence dim, the largest first and contiguous (a KV cache), every other piece a transposed slice of a
+wider buffer (a fused QKV projection's key, ``run`` elements contiguous); a single piece is itself the strided one."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, float_dtype, values
 from kernelcast.features.ops.copy import CopyDesc
+
+
+def strided_pieces(desc: CopyDesc) -> tuple[tuple[int, ...], list[int], int]:
+    """(outer dims, sequence length of each piece, strided pieces from index) of a ``contiguous=False`` cat: pieces
+    ``[*outer, seq_i, run]``, the largest first; the others share the rest equally."""
+    n, d = desc.inputs, desc.run
+    small = (desc.elements - desc.largest) // (n - 1) if n > 1 else desc.largest
+    outer = math.gcd(desc.largest, small) // d
+    seqs = [desc.largest // (outer * d)] + [small // (outer * d)] * (n - 1)
+    dims = (outer,) if desc.dims == 3 else _split(outer) if desc.dims == 4 else ()
+    return dims, seqs, 0 if n == 1 else 1
+
+
+def strided_cat_inputs(desc: CopyDesc, make) -> list:
+    """The pieces of a ``contiguous=False`` cat, tensors from ``make(shape, seed)``: the largest contiguous, each
+    other one ``[s, *outer, 2·run]`` sliced to ``run`` with its sequence dim moved next to last."""
+    outer, seqs, first = strided_pieces(desc)
+    pieces = [make((*outer, seqs[0], desc.run), 1)] if first else []
+    for i, s in enumerate(seqs[first:]):
+        pieces.append(make((s, *outer, 2 * desc.run), 2 + i)[..., : desc.run].movedim(0, -2))
+    return pieces
 
 
 def _split(runs: int) -> tuple[int, int]:
@@ -23,6 +49,22 @@ class TorchCopy(BackendBase):
         runs = desc.elements // desc.run
         if desc.fn == "copy" and runs > 1 and _split(runs)[0] == 1:
             return f"a strided copy needs elements/run={runs} with a divisor in [2, sqrt]; it is prime"
+        if desc.fn == "cat" and not desc.contiguous:
+            small = (desc.elements - desc.largest) // max(desc.inputs - 1, 1)
+            if (
+                desc.dims < 3
+                or desc.largest % desc.run
+                or small % desc.run
+                or small * (desc.inputs - 1) + desc.largest != desc.elements
+            ):
+                return (
+                    f"a strided cat is measured on rank 3-4 pieces of whole runs: dims={desc.dims}, run={desc.run} "
+                    f"dividing largest={desc.largest} and the other pieces' equal share of elements={desc.elements}"
+                )
+            outer, seqs, first = strided_pieces(desc)
+            if math.prod(outer) * seqs[first] == 1:
+                return "a strided piece of one row is contiguous to torch; nothing to measure"
+            return None
         if desc.fn == "cat" and (desc.elements // desc.run) % desc.inputs:
             return f"cat of {desc.inputs} pieces needs elements/run={runs} divisible by inputs"
         if desc.fn == "scatter_add" and desc.dtype not in ("fp32", "bf16", "fp16"):
@@ -30,10 +72,13 @@ class TorchCopy(BackendBase):
         return None
 
     def class_key(self, desc: CopyDesc) -> tuple:
-        return ("copy", desc.fn, desc.dtype, desc.run == desc.elements)
+        return ("copy", desc.fn, desc.dtype, desc.run == desc.elements, desc.contiguous)
 
     @staticmethod
     def small(desc: CopyDesc) -> CopyDesc:
+        if not desc.contiguous:  # the same layout at 2 outer rows, pieces of 3 and 2 rows
+            piece = 2 * 2 * desc.run
+            return dataclasses.replace(desc, elements=piece * (3 + 2 * (desc.inputs - 1)), largest=piece * 3)
         run = min(desc.run, 96)
         runs = 12 * desc.inputs
         return dataclasses.replace(desc, elements=run * runs, run=run, table_rows=min(desc.table_rows, 50))
@@ -53,6 +98,9 @@ class TorchCopy(BackendBase):
                 else values((desc.elements,), desc.dtype, seed=1)
             )
             return (lambda: src.contiguous()) if runs > 1 else (lambda: src.clone()), lambda: src.double().contiguous()
+        if desc.fn == "cat" and not desc.contiguous:
+            pieces = strided_cat_inputs(desc, lambda shape, seed: values(shape, desc.dtype, seed=seed))
+            return lambda: torch.cat(pieces, dim=-2), lambda: torch.cat([p.double() for p in pieces], dim=-2)
         if desc.fn == "cat":
             rows = runs // desc.inputs
             pieces = [values((rows, desc.run), desc.dtype, seed=1 + i) for i in range(desc.inputs)]

@@ -1,6 +1,11 @@
 """Memory movement of eager layers: copies (contiguous and strided, e.g. a transpose made contiguous), cat, gathers
 (index_select, embedding) and scatter-adds (index_add_, as MoE loops combine experts). ``elements`` moved, in
-contiguous runs of ``run`` elements."""
+contiguous runs of ``run`` elements.
+
+A cat with a piece that is a strided view (a slice of a fused QKV projection, a transposed key) is
+``contiguous=False``: torch's cat then runs one element per thread, computing each element's offsets by a division
+per dimension of the ``dims``-rank tensors, one grid row per piece over a fixed number of blocks — so the
+``largest`` piece bounds the kernel (a decode step's key append: the whole cache and one new token)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from kernelcast.features.common import (
     stream_learned_features,
     warm_features,
 )
-from kernelcast.features.fields import MAX_ELEMENTS, ChoiceField, IntField, Rule
+from kernelcast.features.fields import MAX_ELEMENTS, BoolField, ChoiceField, IntField, Rule
 from kernelcast.features.ops import OpSpec, register
 
 FNS = ("copy", "cat", "gather", "scatter_add")
@@ -24,6 +29,10 @@ INDEXED = ("gather", "scatter_add")
 
 def _default_run(c) -> np.ndarray:
     return np.asarray(c["elements"], dtype=np.int64)
+
+
+def _default_largest(c) -> np.ndarray:
+    return np.asarray(c["elements"], dtype=np.int64) // np.asarray(c["inputs"], dtype=np.int64)
 
 
 def _default_table(c) -> np.ndarray:
@@ -51,6 +60,7 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
     b = lookup(cols["dtype"], "bytes")
     table = np.asarray(cols["table_rows"], dtype=np.float64)
     nbytes = copy_bytes(cols)
+    largest = np.asarray(cols["largest"], dtype=np.float64)
     return {
         **stream_features(nbytes, e, copy_flops(cols), gpu),
         **warm_features(cols, nbytes, gpu),
@@ -62,6 +72,12 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
         "pieces": np.asarray(cols["inputs"], dtype=np.float64),
         "log_table_rows": np.log2(table),
         "table_fits_l2": (table * run * b <= gpu["l2_bytes"]).astype(np.float64),
+        "contiguous": np.asarray(cols["contiguous"], dtype=np.float64),
+        "dims": np.asarray(cols["dims"], dtype=np.float64),
+        "log_largest": np.log2(largest),
+        "largest_share": largest / e,
+        # the strided path's threads are fixed per piece: the largest piece's elements per SM bound it
+        "log_largest_per_sm": np.log2(largest / gpu["sm_count"]),
     }
 
 
@@ -69,13 +85,17 @@ SPEC = register(
     OpSpec(
         name="copy",
         doc="memory movement: copy (contiguous or strided), cat of `inputs` pieces, gather (index_select/embedding) "
-        "and scatter_add (index_add_) of rows; `elements` moved in contiguous runs of `run` elements",
+        "and scatter_add (index_add_) of rows; `elements` moved in contiguous runs of `run` elements; a cat with a "
+        "strided piece is contiguous=false, its tensors of rank `dims`, its `largest` piece's elements",
         fields={
             "elements": IntField(1, MAX_ELEMENTS),
             "fn": ChoiceField(FNS),
             "run": IntField(1, MAX_ELEMENTS, default=_default_run),
             "inputs": IntField(1, 4096, default=1),
             "table_rows": IntField(1, MAX_ELEMENTS, default=_default_table),
+            "contiguous": BoolField(default=True),
+            "dims": IntField(1, 4, default=2),
+            "largest": IntField(1, MAX_ELEMENTS, default=_default_largest),
             "warm_bytes": WARM_BYTES,
         },
         dtypes=("fp32", "bf16", "fp16", "fp8_e4m3", "int64", "int32", "bool"),
@@ -90,6 +110,17 @@ SPEC = register(
                 "inputs",
                 lambda c: (c["fn"] == "cat") | (c["inputs"] == 1),
                 lambda c: f"1 unless fn is 'cat' (fn={c['fn']!r})",
+            ),
+            Rule(
+                "contiguous",
+                lambda c: (c["fn"] == "cat") | np.asarray(c["contiguous"], dtype=bool),
+                lambda c: f"true unless fn is 'cat' (a strided copy is its `run`; fn={c['fn']!r})",
+            ),
+            Rule(
+                "largest",
+                lambda c: (c["largest"] <= c["elements"]) & (c["largest"] * c["inputs"] >= c["elements"]),
+                lambda c: f"the largest piece's elements, between elements/inputs={c['elements'] // c['inputs']} "
+                f"and elements={c['elements']}",
             ),
         ),
         checks_dtype_on_gpu=False,
