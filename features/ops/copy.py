@@ -119,8 +119,10 @@ SPEC = register(
             Rule(
                 "largest",
                 lambda c: (c["largest"] <= c["elements"]) & (c["largest"] * c["inputs"] >= c["elements"]),
-                lambda c: f"the largest piece's elements, between elements/inputs={c['elements'] // c['inputs']} "
-                f"and elements={c['elements']}",
+                lambda c: (
+                    f"the largest piece's elements, between elements/inputs={c['elements'] // c['inputs']} "
+                    f"and elements={c['elements']}"
+                ),
             ),
         ),
         checks_dtype_on_gpu=False,
