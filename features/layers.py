@@ -286,6 +286,12 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
     if phase == "decode" and not context:
         raise ValueError("context must be >= 1 for decode (tokens already in the KV cache); got 0")
     layer = decoder_layer(model)
+    table = position_table_rows(model, layer)
+    if table is not None and context + seq > table:
+        raise ValueError(
+            f"context + seq must be <= {table}, the rows of the position table {type(layer).__name__} indexes "
+            f"(max_position_embeddings); got {context} + {seq}"
+        )
     params = inspect.signature(layer.forward).parameters
     cache_key = "layer_past" if "layer_past" in params else "past_key_values"
     dev = next(model.parameters()).device
@@ -307,6 +313,19 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
     positions = torch.arange(context, context + seq, device=dev)
     kwargs = _layer_inputs(model, layer, hidden, positions, cache, cache_key)
     return LayerCall(layer, (hidden,), kwargs, _restore(cache, seq), batch * seq, cache_key)
+
+
+def position_table_rows(model, layer) -> int | None:
+    """Rows of a position table the layer itself indexes by position (GPT-J's sin/cos buffer of
+    ``max_position_embeddings`` rows), None when it has none: positions past it are out of bounds on the GPU (a
+    device-side assert that ends the process), where rotary tables computed per call have no such limit."""
+    limit = getattr(model.config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    for t in (*layer.buffers(), *(v for m in layer.modules() for v in vars(m).values())):
+        if hasattr(t, "shape") and getattr(t, "ndim", 0) == 2 and t.shape[0] == limit:
+            return limit
+    return None
 
 
 def _one_token(model, layer, hidden, cache, cache_key: str) -> None:
