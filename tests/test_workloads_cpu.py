@@ -208,3 +208,19 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
     assert [(d.m, d.n) for d in targets] == [(1, 4096), (5, 1000)]
     assert compile_key(descs[0]) == compile_key(descs[1]) != compile_key(descs[2]) == compile_key(targets[1])
     assert compile_key(descs[3]) is None
+
+
+@pytest.mark.parametrize(
+    "sweep", ["copy_wide", "copy_test", "copy_strided", "copy_strided_test", "copy_cat_wide", "elementwise_wide"]
+)
+def test_the_correctness_checks_small_description_is_valid(sweep):
+    """The collector checks each class's output on ``small(desc)``: a field derived from others (copy's ``largest``)
+    must be derived again there, or the whole class fails on the GPU (the fifteenth session lost 571 cats so)."""
+    from kernelcast.collect.sweeps import expand
+    from kernelcast.features.desc import parse_desc
+
+    for desc in expand(sweep, "H200", seed=0)[:300]:
+        backend = WORKLOADS[desc.op][desc.backend]
+        if backend.supports(desc) is None:
+            small = backend.small(desc)
+            assert parse_desc({**small.to_row(), "op": desc.op}) == small, desc

@@ -81,7 +81,9 @@ class TorchCopy(BackendBase):
             return dataclasses.replace(desc, elements=piece * (3 + 2 * (desc.inputs - 1)), largest=piece * 3)
         run = min(desc.run, 96)
         runs = 12 * desc.inputs
-        return dataclasses.replace(desc, elements=run * runs, run=run, table_rows=min(desc.table_rows, 50))
+        return dataclasses.replace(
+            desc, elements=run * runs, run=run, table_rows=min(desc.table_rows, 50), largest=run * runs // desc.inputs
+        )
 
     def tolerance_dtype(self, small: CopyDesc) -> str:
         return float_dtype(small.dtype)
