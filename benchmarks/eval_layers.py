@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernelcast.collect.layer_job import ARCH2_MODELS, MODELS
 from kernelcast.features import layers
 from kernelcast.graphs import host
 from kernelcast.graphs import predict as gp
@@ -34,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: ``--set arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out;
-#: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed
+#: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed;
+#: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points)
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -44,6 +46,10 @@ SETS = {
     "arch2": (
         ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch2_layers.jsonl",
         OUT.with_name("eval_layers_arch2.json"),
+    ),
+    "arch3": (
+        ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch3_layers.jsonl",
+        OUT.with_name("eval_layers_arch3.json"),
     ),
 }
 ARCH_HYBRID = (
@@ -192,7 +198,9 @@ def fit_wall_band(rows: list[dict]) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="refit graphs/host.py's constants on the FIT models")
-    p.add_argument("--set", default="fit", choices=tuple(SETS), help="fit: the eight models; arch, arch2: others")
+    p.add_argument(
+        "--set", default="fit", choices=tuple(SETS), help="fit: the eight models; arch, arch2, arch3: others"
+    )
     args = p.parse_args(argv)
     if args.fit and args.set != "fit":
         p.error("--fit refits on the FIT models' layers; --set arch/arch2 only scores the other architectures")
@@ -227,6 +235,13 @@ def main(argv=None) -> int:
             ("hybrid", lambda r: kind[r["model"]] == "hybrid"),
             ("all", lambda r: True),
         )
+        if args.set == "arch3":  # the eight models of the fit set, and the six architectures no earlier set has
+            eight = {m for m, _ in MODELS}
+            new = eight | {m for m, _ in ARCH2_MODELS}
+            groups += (
+                ("the eight", lambda r: r["model"] in eight),
+                ("six new", lambda r: r["model"] not in new),
+            )
     for name, sel in groups:
         sub = [r for r in rows if sel(r)]
         for phase in ("prefill", "decode", "both"):

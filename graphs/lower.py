@@ -145,6 +145,24 @@ def _dtype(meta: TensorMeta) -> str:
     return canonical_dtype(meta.dtype)
 
 
+def _dense_order(t: TensorMeta) -> tuple[int, ...] | None:
+    """The dims of ``t`` from outermost to innermost in memory when its elements are packed without gaps or overlap
+    (contiguous, or a permutation of it: a transpose), None when they are not (a slice, a chunk, a stride step)."""
+    dims = sorted((i for i, n in enumerate(t.shape) if n > 1), key=lambda i: (t.stride[i], i), reverse=True)
+    expected = 1
+    for i in reversed(dims):
+        if t.stride[i] != expected:
+            return None
+        expected *= t.shape[i]
+    return tuple(dims)
+
+
+def _one_dense_order(tensors: list[TensorMeta]) -> bool:
+    """Whether torch's vectorized pointwise kernel takes these operands: each dense, all in one memory order."""
+    orders = {_dense_order(t) for t in tensors if t.numel > 1}
+    return None not in orders and len(orders) <= 1
+
+
 def contiguous_run(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     """Elements of the longest innermost run a tensor's strides keep contiguous (all of it when contiguous)."""
     run = 1
@@ -247,6 +265,10 @@ def lower(rec: OpRecord, gpu: str, routing: Any = "balanced") -> Lowered:
             return _copy(rec, name)
         if name == "where":
             return _where(rec)
+        if name == "masked_fill":  # out of place: torch clones self (contiguous), then fills the clone in place
+            src = rec.outputs[0]
+            clone = _copy_desc(src.numel, _dtype(src), "copy", src.numel)
+            return Lowered(rec.name, (clone, *_pointwise(rec, "where").descs))
         if name in POINTWISE:
             return _pointwise(rec, POINTWISE[name])
     except (ValueError, IndexError, KeyError, TypeError) as exc:
@@ -279,6 +301,7 @@ def _pointwise(rec: OpRecord, fn: str) -> Lowered:
         "broadcast_elements": max((t.numel for t in bcast), default=1),
         "in_dtype": in_dtype,
         "contiguous": all(t.contiguous for t in full) and out.contiguous,
+        "dense": _one_dense_order([*full, out]),
     }
     if desc["broadcast_elements"] > 1 and out.numel % desc["broadcast_elements"]:
         desc["broadcast_elements"] = 1
@@ -369,8 +392,10 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
             return Lowered(rec.name, (_copy_desc(out.numel, _dtype(out), "copy", out.numel),))
         inner = math.prod(out.shape[dim + 1 :])
         chunk = [t.shape[dim] * inner if name == "cat" else inner for t in pieces]
-        if strided:  # element at a time over rank-`dims` offsets; the strided pieces read in their contiguous runs
-            run = min(contiguous_run(t.shape, t.stride) for t in pieces if not t.contiguous)
+        if strided:  # element at a time over rank-`dims` offsets, in runs of the strided pieces' last dim (its rows
+            # are the only contiguity the kernel's per-element offsets keep: a key sliced from a fused QKV projection
+            # is contiguous over its heads too, which one element per thread does not use)
+            run = min(t.shape[-1] if t.shape else 1 for t in pieces if not t.contiguous)
             extra = {
                 "contiguous": False,
                 "dims": min(max(len(out.shape), 1), 4),

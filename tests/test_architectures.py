@@ -129,3 +129,38 @@ def test_a_measured_strided_cat_is_the_cat_a_layer_capture_describes(fields):
     assert parse_desc({**got, "gpu": "h200_sxm"}) == desc
     small = TorchCopy.small(desc)
     assert TorchCopy().supports(small) is None and parse_desc(small.to_row() | {"op": "copy"}) == small
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"fn": "silu", "inputs": 1, "elements": 6 * 14336},
+        {"fn": "mul", "inputs": 2, "elements": 1000 * 64},
+        {"fn": "add", "inputs": 1, "broadcast_inputs": 1, "broadcast_elements": 512, "elements": 512 * 40},
+    ],
+)
+def test_a_measured_sliced_pointwise_input_is_what_a_layer_capture_describes(fields, monkeypatch):
+    """The collector's ``dense=False`` operands (collect/workloads/elementwise.py: the first half of rows twice as
+    wide), built on meta tensors, lower to the description they were built from; a transpose stays dense."""
+    from kernelcast.collect.workloads import elementwise as ew
+    from kernelcast.features.desc import parse_desc
+
+    monkeypatch.setattr(ew, "values", lambda shape, dtype, seed=0: torch.empty(shape, device="meta"))
+    desc = parse_desc(
+        {
+            "op": "elementwise",
+            "dtype": "fp32",
+            "backend": "torch",
+            "gpu": "h200_sxm",
+            "contiguous": False,
+            "dense": False,
+            **fields,
+        }
+    )
+    assert ew.TorchElementwise().supports(desc) is None
+    call, _ = ew.TorchElementwise().build(desc)
+    (got,) = [d for rec in capture(call, ()).ops for d in lower(rec, "H200").descs]
+    assert parse_desc({**got, "gpu": "h200_sxm"}) == desc
+    x = torch.empty(64, 300, device="meta")
+    (t,) = [d for rec in capture(torch.sigmoid, (x.t(),)).ops for d in lower(rec, "H200").descs]
+    assert (t["contiguous"], t["dense"]) == (False, True)

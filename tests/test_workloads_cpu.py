@@ -211,7 +211,17 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
 
 
 @pytest.mark.parametrize(
-    "sweep", ["copy_wide", "copy_test", "copy_strided", "copy_strided_test", "copy_cat_wide", "elementwise_wide"]
+    "sweep",
+    [
+        "copy_wide",
+        "copy_test",
+        "copy_strided",
+        "copy_strided_test",
+        "copy_cat_wide",
+        "elementwise_wide",
+        "elementwise_strided",
+        "elementwise_strided_test",
+    ],
 )
 def test_the_correctness_checks_small_description_is_valid(sweep):
     """The collector checks each class's output on ``small(desc)``: a field derived from others (copy's ``largest``)

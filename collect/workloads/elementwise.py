@@ -43,8 +43,18 @@ def _call(fn: str, ops: list, out_dtype):
     return lambda: op(a, b)
 
 
+def _rows(desc: ElementwiseDesc) -> tuple[int, int]:
+    """(rows, row length) the operands are laid out in: rows of the broadcast operand's length, or for a sliced
+    input without one, rows of the largest divisor of elements up to 4096."""
+    if desc.broadcast_elements > 1 or desc.dense:
+        return desc.elements // desc.broadcast_elements, desc.broadcast_elements
+    width = max(d for d in range(1, min(desc.elements, 4096) + 1) if desc.elements % d == 0)
+    return desc.elements // width, width
+
+
 class TorchElementwise(BackendBase):
-    """``torch.<fn>`` on the description's operands; ``contiguous=False`` reads every full-size input transposed."""
+    """``torch.<fn>`` on the description's operands; ``contiguous=False`` reads every full-size input transposed,
+    ``dense=False`` reads each as the first half of rows twice as wide (a chunk, as SwiGLU's gate and up are)."""
 
     name = "torch"
 
@@ -64,10 +74,21 @@ class TorchElementwise(BackendBase):
             return f"{desc.fn!r} is measured on {', '.join(FLOATS)} inputs; got in_dtype {desc.in_dtype!r}"
         if desc.fn == "fill" and desc.contiguous is False:
             return "fill writes a fresh contiguous output; contiguous=False does not apply"
+        if not desc.dense and desc.inputs and _rows(desc)[1] < 8:
+            return f"a sliced input needs rows of at least 8 elements; elements={desc.elements} has no such divisor"
         return None
 
     def class_key(self, desc: ElementwiseDesc) -> tuple:
-        return ("elementwise", desc.fn, desc.dtype, desc.in_dtype, desc.inputs, desc.broadcast_inputs, desc.contiguous)
+        return (
+            "elementwise",
+            desc.fn,
+            desc.dtype,
+            desc.in_dtype,
+            desc.inputs,
+            desc.broadcast_inputs,
+            desc.contiguous,
+            desc.dense,
+        )
 
     @staticmethod
     def small(desc: ElementwiseDesc) -> ElementwiseDesc:
@@ -76,12 +97,16 @@ class TorchElementwise(BackendBase):
 
     def build(self, desc: ElementwiseDesc):
         be = desc.broadcast_elements
-        rows = desc.elements // be
-        shape = (rows, be)
+        shape = _rows(desc)
         ops = []
         for i in range(desc.inputs):
-            x = values(shape[::-1], desc.in_dtype, seed=1 + i).t() if not desc.contiguous else None
-            ops.append(x if x is not None else values(shape, desc.in_dtype, seed=1 + i))
+            if not desc.dense:
+                x = values((shape[0], 2 * shape[1]), desc.in_dtype, seed=1 + i)[:, : shape[1]]
+            elif not desc.contiguous:
+                x = values(shape[::-1], desc.in_dtype, seed=1 + i).t()
+            else:
+                x = values(shape, desc.in_dtype, seed=1 + i)
+            ops.append(x)
         ops += [values((be,), desc.in_dtype, seed=10 + i) for i in range(desc.broadcast_inputs)]
         if desc.fn == "fill":
             ops = [values(shape, desc.dtype, seed=1)]

@@ -1,5 +1,9 @@
 """Elementwise kernels (PyTorch's eager pointwise ops): out[i] = fn(x1[i], …) over ``elements`` outputs, with full-size
-and broadcast inputs, casts and strided inputs. Memory-bound: bytes, floors, blocks and waves of the eager grid."""
+and broadcast inputs, casts and strided inputs. Memory-bound: bytes, floors, blocks and waves of the eager grid.
+
+Two kinds of non-contiguous input: ``contiguous=False`` alone is a permuted but dense one (a transpose — torch
+computes in its memory order, the same vectorized kernel), ``dense=False`` a view that is not (a slice: SwiGLU's
+gate half, a fused QKV's query) — torch's non-vectorized kernel computing every operand's offset per element."""
 
 from __future__ import annotations
 
@@ -76,6 +80,7 @@ def elementwise_features(cols, gpu) -> dict[str, np.ndarray]:
         "in_bytes": in_b,
         "out_bytes": out_b,
         "contiguous": np.asarray(cols["contiguous"], dtype=np.float64),
+        "dense": np.asarray(cols["dense"], dtype=np.float64),
         "vector_width": np.minimum(16 / np.minimum(in_b, out_b), 8.0),  # elements per 16 B access
         "elements_mod_vector": (e.astype(np.int64) % 8) / 8,
     }
@@ -89,7 +94,7 @@ SPEC = register(
     OpSpec(
         name="elementwise",
         doc="a pointwise kernel: out[elements] = fn(full-size inputs, broadcast inputs), "
-        "dtype the output's, in_dtype the inputs'",
+        "dtype the output's, in_dtype the inputs'; contiguous=false: a permuted input, dense=false: a sliced one",
         fields={
             "elements": IntField(1, MAX_ELEMENTS),
             "fn": ChoiceField(FNS),
@@ -98,6 +103,7 @@ SPEC = register(
             "broadcast_elements": IntField(1, MAX_ELEMENTS, default=1),
             "in_dtype": ChoiceField(DTYPES, default=_default_in_dtype, canon=canonical_dtype),
             "contiguous": BoolField(default=True),
+            "dense": BoolField(default=True),
             "warm_bytes": WARM_BYTES,
         },
         dtypes=DTYPES,
@@ -112,6 +118,11 @@ SPEC = register(
                 "inputs",
                 lambda c: c["inputs"] + c["broadcast_inputs"] <= 4,
                 lambda c: f"at most 4 - broadcast_inputs={c['broadcast_inputs']} (4 operands in all)",
+            ),
+            Rule(
+                "dense",
+                lambda c: np.asarray(c["dense"], dtype=bool) | ~np.asarray(c["contiguous"], dtype=bool),
+                lambda c: "true when contiguous is true (a view that is not dense is not contiguous)",
             ),
         ),
         checks_dtype_on_gpu=False,
