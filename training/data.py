@@ -56,9 +56,16 @@ def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
     return out
 
 
+def _field_defaults(op: str) -> dict:
+    """What a description field a file predates (added since) holds there: its constant default, or ``ABSENT`` where
+    the default is computed from other fields (validation computes it, as serving does)."""
+    fields = get_op(op).fields
+    return {n: ABSENT if callable(f.default) else f.default for n, f in fields.items() if f.default is not None}
+
+
 def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -> pd.DataFrame:
     """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role
-    and name; a description field a file was written without (added later) takes its constant default there."""
+    and name; a description field a file was written without (added later) takes its default there."""
     import pyarrow as pa
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
@@ -70,7 +77,9 @@ def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -
         part = pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas()
         for name, value in (defaults or {}).items():
             if name not in names.names:
-                part[name] = value
+                part[name] = (
+                    pd.Series([value] * len(part), index=part.index, dtype=object) if value is ABSENT else value
+                )
         parts.append(part.assign(role=role, file=f.name))
     return pd.concat(parts, ignore_index=True)
 
@@ -79,9 +88,7 @@ def _own_rows(op: str, datasets: Path, roles) -> pd.DataFrame | None:
     files = [(f, r) for f, r in card_files(datasets, op) if r in roles]
     if not files:
         return None
-    fields = get_op(op).fields
-    constant = {n: f.default for n, f in fields.items() if f.default is not None and not callable(f.default)}
-    frame = _read_parquet(files, constant)
+    frame = _read_parquet(files, _field_defaults(op))
     # labels are originals timed by the dataset's own timer: re-measurements (noise floor) and ncu's
     # one-replay rows (metrics) sit beside them and are not training rows
     if "repeat_of" in frame:
@@ -152,12 +159,11 @@ def load_rows(
 
 
 def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFrame:
-    """``part`` with ``columns``: a description field its file predates (a field added since, with a default) is
-    absent, so it takes the default as serving gives it; other missing columns are NaN."""
+    """``part`` reindexed to ``columns``, a description field it predates holding its default (``_field_defaults``)."""
     out = part.reindex(columns=columns)
-    for name, fld in get_op(op).fields.items():
-        if name not in part and name != "config" and fld.default is not None:
-            out[name] = pd.Series([ABSENT] * len(out), index=out.index, dtype=object)
+    for name, value in _field_defaults(op).items():
+        if name not in part and name != "config":
+            out[name] = pd.Series([value] * len(out), index=out.index, dtype=object) if value is ABSENT else value
     return out
 
 

@@ -74,8 +74,11 @@ class TorchElementwise(BackendBase):
             return f"{desc.fn!r} is measured on {', '.join(FLOATS)} inputs; got in_dtype {desc.in_dtype!r}"
         if desc.fn == "fill" and desc.contiguous is False:
             return "fill writes a fresh contiguous output; contiguous=False does not apply"
-        if not desc.dense and desc.inputs and _rows(desc)[1] < 8:
-            return f"a sliced input needs rows of at least 8 elements; elements={desc.elements} has no such divisor"
+        if not desc.dense and desc.inputs and (_rows(desc)[1] < 8 or _rows(desc)[0] < 2):
+            return (
+                f"a sliced input needs 2+ rows of 8+ elements (one row's slice is contiguous); "
+                f"elements={desc.elements} gives {_rows(desc)[0]} of {_rows(desc)[1]}"
+            )
         return None
 
     def class_key(self, desc: ElementwiseDesc) -> tuple:
@@ -110,8 +113,8 @@ class TorchElementwise(BackendBase):
         ops += [values((be,), desc.in_dtype, seed=10 + i) for i in range(desc.broadcast_inputs)]
         if desc.fn == "fill":
             ops = [values(shape, desc.dtype, seed=1)]
-        if desc.fn in POSITIVE:
-            ops = [ops[0].abs().add_(0.5)]
+        if desc.fn in POSITIVE:  # in place: a fresh tensor would drop the layout the description measures
+            ops = [ops[0].abs_().add_(0.5)]
         call = _call(desc.fn, ops, torch_dtype(desc.dtype))
         if desc.fn != "cast":
             ref = _call(desc.fn, [o.double() for o in ops], None)
