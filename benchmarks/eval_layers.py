@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: ``--set arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out;
 #: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed;
-#: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points)
+#: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
+#: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices)
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -50,6 +51,10 @@ SETS = {
     "arch3": (
         ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch3_layers.jsonl",
         OUT.with_name("eval_layers_arch3.json"),
+    ),
+    "arch4": (
+        ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch4_layers.jsonl",
+        OUT.with_name("eval_layers_arch4.json"),
     ),
 }
 ARCH_HYBRID = (
@@ -198,9 +203,7 @@ def fit_wall_band(rows: list[dict]) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="refit graphs/host.py's constants on the FIT models")
-    p.add_argument(
-        "--set", default="fit", choices=tuple(SETS), help="fit: the eight models; arch, arch2, arch3: others"
-    )
+    p.add_argument("--set", default="fit", choices=tuple(SETS), help="fit: the eight models; arch..arch4: others")
     args = p.parse_args(argv)
     if args.fit and args.set != "fit":
         p.error("--fit refits on the FIT models' layers; --set arch/arch2 only scores the other architectures")
@@ -235,7 +238,10 @@ def main(argv=None) -> int:
             ("hybrid", lambda r: kind[r["model"]] == "hybrid"),
             ("all", lambda r: True),
         )
-        if args.set == "arch3":  # the eight models of the fit set, and the six architectures no earlier set has
+        if args.set in (
+            "arch3",
+            "arch4",
+        ):  # the eight models of the fit set, and the six architectures no earlier set has
             eight = {m for m, _ in MODELS}
             new = eight | {m for m, _ in ARCH2_MODELS}
             groups += (

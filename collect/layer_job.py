@@ -86,12 +86,17 @@ ARCH3_MODELS = (
 )
 ARCH3_PREFILL = ((2, 640), (1, 3000))
 ARCH3_DECODE = ((8, 1000), (32, 2500), (96, 300))
+#: a fourth, sealed set: ARCH3_MODELS at five more points, measured after every choice the third set informed (the
+#: strided cat's run, sliced pointwise inputs, masked_fill's clone, balanced routing's distinct experts)
+ARCH4_PREFILL = ((1, 1200), (4, 700))
+ARCH4_DECODE = ((4, 4000), (16, 600), (64, 1200))
 #: --models: (models, prefill (batch, seq) points, decode (batch, context) points)
 MODEL_SETS = {
     "fit": (MODELS, POINTS_PREFILL, POINTS_DECODE),
     "arch": (ARCH_MODELS, POINTS_PREFILL, POINTS_DECODE),
     "arch2": (ARCH2_MODELS, ARCH2_PREFILL, ARCH2_DECODE),
     "arch3": (ARCH3_MODELS, ARCH3_PREFILL, ARCH3_DECODE),
+    "arch4": (ARCH3_MODELS, ARCH4_PREFILL, ARCH4_DECODE),
 }
 
 

@@ -199,3 +199,19 @@ def test_moe_routing_is_an_assumption_the_caller_can_change():
     assert wrong.unmapped["note"].str.contains("summing to 256").all()
     with pytest.raises(ValueError, match="routing must be"):
         run("skewed")
+
+
+@pytest.mark.parametrize(
+    "rows, groups, active, per",
+    [
+        (256, 256, 162, 2),  # decode: 32 tokens x top-8 over 256 experts touch ~162 of them
+        (32, 32, 20, 2),  # GPT-OSS-20B, 8 tokens x top-4 over 32
+        (2, 8, 2, 1),  # one token's top-2: both active
+        (6000, 8, 8, 750),  # a prefill reaches every expert
+    ],
+)
+def test_balanced_routing_touches_the_expected_distinct_experts(rows, groups, active, per):
+    from kernelcast.graphs.lower import group_rows
+
+    got_active, got_per, what = group_rows(rows, groups, "balanced")
+    assert (got_active, got_per) == (active, per) and "expected distinct experts" in what
