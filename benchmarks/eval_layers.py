@@ -238,10 +238,8 @@ def main(argv=None) -> int:
             ("hybrid", lambda r: kind[r["model"]] == "hybrid"),
             ("all", lambda r: True),
         )
-        if args.set in (
-            "arch3",
-            "arch4",
-        ):  # the eight models of the fit set, and the six architectures no earlier set has
+        # the eight models of the fit set, and the six architectures no earlier set has
+        if args.set in ("arch3", "arch4"):
             eight = {m for m, _ in MODELS}
             new = eight | {m for m, _ in ARCH2_MODELS}
             groups += (

@@ -63,6 +63,15 @@ def _field_defaults(op: str) -> dict:
     return {n: ABSENT if callable(f.default) else f.default for n, f in fields.items() if f.default is not None}
 
 
+def _add_missing_fields(frame: pd.DataFrame, present, defaults: dict) -> pd.DataFrame:
+    """``frame`` with each field of ``defaults`` its source lacked (not in ``present``) set to that default; an
+    ``ABSENT`` default as an object column, so validation computes it per row."""
+    for name, value in defaults.items():
+        if name not in present:
+            frame[name] = pd.Series([value] * len(frame), index=frame.index, dtype=object) if value is ABSENT else value
+    return frame
+
+
 def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -> pd.DataFrame:
     """The listed parquet files as one frame (schemas unified: ncu rows add columns), each row with its file's role
     and name; a description field a file was written without (added later) takes its default there."""
@@ -75,12 +84,7 @@ def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -
     parts = []
     for (f, role), names in zip(files, own):
         part = pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas()
-        for name, value in (defaults or {}).items():
-            if name not in names.names:
-                part[name] = (
-                    pd.Series([value] * len(part), index=part.index, dtype=object) if value is ABSENT else value
-                )
-        parts.append(part.assign(role=role, file=f.name))
+        parts.append(_add_missing_fields(part, names.names, defaults or {}).assign(role=role, file=f.name))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -160,11 +164,7 @@ def load_rows(
 
 def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFrame:
     """``part`` reindexed to ``columns``, a description field it predates holding its default (``_field_defaults``)."""
-    out = part.reindex(columns=columns)
-    for name, value in _field_defaults(op).items():
-        if name not in part and name != "config":
-            out[name] = pd.Series([value] * len(out), index=out.index, dtype=object) if value is ABSENT else value
-    return out
+    return _add_missing_fields(part.reindex(columns=columns), part.columns, _field_defaults(op))
 
 
 def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:

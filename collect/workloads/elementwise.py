@@ -74,11 +74,13 @@ class TorchElementwise(BackendBase):
             return f"{desc.fn!r} is measured on {', '.join(FLOATS)} inputs; got in_dtype {desc.in_dtype!r}"
         if desc.fn == "fill" and desc.contiguous is False:
             return "fill writes a fresh contiguous output; contiguous=False does not apply"
-        if not desc.dense and desc.inputs and (_rows(desc)[1] < 8 or _rows(desc)[0] < 2):
-            return (
-                f"a sliced input needs 2+ rows of 8+ elements (one row's slice is contiguous); "
-                f"elements={desc.elements} gives {_rows(desc)[0]} of {_rows(desc)[1]}"
-            )
+        if not desc.dense and desc.inputs:
+            rows, width = _rows(desc)
+            if width < 8 or rows < 2:
+                return (
+                    f"a sliced input needs 2+ rows of 8+ elements (one row's slice is contiguous); "
+                    f"elements={desc.elements} gives {rows} of {width}"
+                )
         return None
 
     def class_key(self, desc: ElementwiseDesc) -> tuple:
