@@ -147,14 +147,16 @@ def _dtype(meta: TensorMeta) -> str:
 
 def _dense_order(t: TensorMeta) -> tuple[int, ...] | None:
     """The dims of ``t`` from outermost to innermost in memory when its elements are packed without gaps or overlap
-    (contiguous, or a permutation of it: a transpose), None when they are not (a slice, a chunk, a stride step)."""
+    (contiguous, or a permutation of it: a transpose), None when they are not (a slice, a chunk, a stride step). Dims
+    count from the last (-1 innermost), as broadcasting aligns operands: a weight [n] and an activation [1, 1, n] share
+    one order."""
     dims = sorted((i for i, n in enumerate(t.shape) if n > 1), key=lambda i: (t.stride[i], i), reverse=True)
     expected = 1
     for i in reversed(dims):
         if t.stride[i] != expected:
             return None
         expected *= t.shape[i]
-    return tuple(dims)
+    return tuple(i - len(t.shape) for i in dims)
 
 
 def _one_dense_order(tensors: list[TensorMeta]) -> bool:

@@ -60,6 +60,15 @@ def test_masked_fill_out_of_place_clones_then_fills():
     assert [d["fn"] for d in lowered(lambda x, m: x.masked_fill_(m, 0.0), x, m)] == ["where"]
 
 
+def test_operands_of_other_ranks_in_one_memory_order_are_dense():
+    """An RMSNorm weight [n] times a one-token activation [1, 1, n]: both contiguous, aligned from the last dim as
+    broadcasting aligns them — the vectorized kernel (the README's `kernelcast layer --tokens 1` failed on it)."""
+    (mul,) = lowered(lambda w, x: w * x, meta(4096), meta(1, 1, 4096))
+    assert (mul["contiguous"], mul["dense"]) == (True, True)
+    (half,) = lowered(lambda w, x: w * x[..., :4096], meta(4096), meta(1, 2, 8192))
+    assert (half["contiguous"], half["dense"]) == (False, False)
+
+
 def test_amin_is_lowered_as_the_amax_kernel():
     x = meta(96, 4000)
     (mn,) = lowered(lambda x: x.amin(dim=-1), x)
