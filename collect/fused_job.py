@@ -62,14 +62,41 @@ LAYER_POINTS = (
     ("decode", 16, 1, 8191),
 )
 
-#: --layer-models: (models, points); arch2 is layer_job's sealed second set, compiled
+#: architectures whose layers Inductor cannot compile on the GPU's trace (their linear-attention / Mamba paths)
+HYBRIDS = frozenset(("qwen3_5_27b", "nemotron3_nano_30b", "qwen3_5_35b_a3b", "nemotron3_super_120b"))
+#: compiled layers trained on (sixteenth session): every architecture of the sets above but the hybrids, at seven
+#: points no compiled test set uses; the six architectures no set compiled before and DeepSeek-V3 stay out of it
+TRAIN_LAYER_MODELS = tuple(
+    dict.fromkeys(m for m in LAYER_MODELS + ARCH2_MODELS if m[0] not in HYBRIDS)  # ordered, no repeats
+)
+TRAIN_LAYER_POINTS = (
+    ("prefill", 1, 300, 0),
+    ("prefill", 2, 1100, 0),
+    ("prefill", 1, 5000, 0),
+    ("decode", 4, 1, 700),
+    ("decode", 12, 1, 3000),
+    ("decode", 40, 1, 900),
+    ("decode", 80, 1, 2000),
+)
+#: a third sealed compiled set, measured before anything trains on the training layers: architectures no compiled
+#: set or training pass holds at the first points, and every trained architecture at two points of its own
+UNSEEN_LAYER_MODELS = tuple(
+    (name, 1) for name in ("gptj_6b", "stablelm_3b", "cohere_command_r", "olmoe_1b_7b", "phi_1_5", "starcoder_15b")
+) + (("deepseek_v3", 8),)
+ARCH3_LAYER_POINTS = (("prefill", 1, 1200, 0), ("decode", 16, 1, 600))
+
+#: --layer-models: the layer tasks of each set, a union of (models × points) products
 LAYER_SETS = {
-    "fit": (LAYER_MODELS, LAYER_POINTS),
-    "arch": (ARCH_MODELS, LAYER_POINTS),
+    "fit": ((LAYER_MODELS, LAYER_POINTS),),
+    "arch": ((ARCH_MODELS, LAYER_POINTS),),
     "arch2": (
-        ARCH2_MODELS,
-        tuple(("prefill", b, s, 0) for b, s in ARCH2_PREFILL) + tuple(("decode", b, 1, c) for b, c in ARCH2_DECODE),
+        (
+            ARCH2_MODELS,
+            tuple(("prefill", b, s, 0) for b, s in ARCH2_PREFILL) + tuple(("decode", b, 1, c) for b, c in ARCH2_DECODE),
+        ),
     ),
+    "train": ((TRAIN_LAYER_MODELS, TRAIN_LAYER_POINTS),),
+    "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
 }
 
 #: what names a task (its row adds the measurements to these)
@@ -221,15 +248,16 @@ def plan(
     box: str,
     layers: int,
     choices: int,
-    models: tuple = LAYER_MODELS,
-    points: tuple = LAYER_POINTS,
+    layer_set: tuple = LAYER_SETS["fit"],
 ) -> list[dict]:
-    """Tasks: the first ``layers`` decoder layers of ``models`` × ``points`` (longest compiles first), then graphs;
-    the first ``choices`` graphs also under every FUSION_CHOICES set."""
+    """Tasks: the first ``layers`` decoder layers of ``layer_set`` (its (models, points) products in turn; longest
+    compiles first), then graphs; the first ``choices`` graphs also under every FUSION_CHOICES set."""
     tasks = []
-    for model, tp in models:
-        for phase, batch, seq, context in points:
-            tasks.append(dict(kind="layer", model=model, tp=tp, phase=phase, batch=batch, seq=seq, context=context))
+    for models, points in layer_set:
+        for model, tp in models:
+            for phase, batch, seq, context in points:
+                task = dict(kind="layer", model=model, tp=tp, phase=phase, batch=batch, seq=seq, context=context)
+                tasks.append(task)
     del tasks[layers:]
     for seed in range(*graphs):
         tasks.append(dict(kind="graph", seed=seed, box=box, choice="default"))
@@ -255,7 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--layer-models",
         default="fit",
         choices=tuple(LAYER_SETS),
-        help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points",
+        help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points; "
+        "train: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS (trained on); arch3: the third sealed set",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
@@ -270,8 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path.exists():
         done = {task_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
     lo, hi = (int(x) for x in args.graphs.split(":"))
-    models, points = LAYER_SETS[args.layer_models]
-    todo = [t for t in plan((lo, hi), args.box, args.layers, args.choices, models, points) if task_key(t) not in done]
+    todo = plan((lo, hi), args.box, args.layers, args.choices, LAYER_SETS[args.layer_models])
+    todo = [t for t in todo if task_key(t) not in done]
     t0 = time.time()
     ctx = mp.get_context("spawn")
     got = errors = 0

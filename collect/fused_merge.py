@@ -44,8 +44,8 @@ PROVENANCE = {  # the lent H200 of 2026-12-01 (fused_job's call logs)
 }
 
 
-#: the splits whose files the card lists as training files
-TRAIN_SPLITS = ("train", "aligned")
+#: the splits whose files the card lists as training files (layertrain: fused_job --layer-models train)
+TRAIN_SPLITS = ("train", "aligned", "layertrain")
 #: the first train-box seeds, also compiled under every fusion choice (fused_job --choices 40): held out together
 CHOICE_SEEDS = 40
 
@@ -53,10 +53,13 @@ CHOICE_SEEDS = 40
 FIT_LAYER_MODELS = frozenset(name for name, _ in LAYER_MODELS)
 
 
-def split_of(row: dict, arch_split: str = "archlayers") -> str:
+def split_of(row: dict, arch_split: str = "archlayers", layer_split: str | None = None) -> str:
     """train (random train-box graphs) | aligned (the aligned box, trained on too) | test (the test box) | choices (the
-    fusion-choice study) | layers (fused_job.LAYER_MODELS) | ``arch_split`` (other architectures' layers)."""
+    fusion-choice study) | layers (fused_job.LAYER_MODELS) | ``arch_split`` (other architectures' layers); every
+    layer goes to ``layer_split`` when it is given."""
     if row["kind"] == "layer":
+        if layer_split:
+            return layer_split
         return "layers" if row["model"] in FIT_LAYER_MODELS else arch_split
     if row["box"] in ("test", "aligned"):
         return row["box"]
@@ -155,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--day", default="20261201")
     p.add_argument("--git-rev", default=None)
     p.add_argument("--arch-split", default="archlayers", help="the split other architectures' layers are written to")
+    p.add_argument("--layer-split", default=None, help=f"the split every layer is written to (training: one of {TRAIN_SPLITS})")
     args = p.parse_args(argv)
     kernels: dict[str, list] = {}
     tasks: dict[str, list] = {}
@@ -163,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with opener(raw, "rt") as f:
             for line in f:
                 row = json.loads(line)
-                split = split_of(row, args.arch_split)
+                split = split_of(row, args.arch_split, args.layer_split)
                 tasks.setdefault(split, []).append(task_row(row))
                 if "error" not in row:
                     kernels.setdefault(split, []).extend(kernel_rows(row, args.day, args.git_rev))

@@ -175,3 +175,24 @@ def test_collector_compiles_a_graph_as_on_the_gpu():
     with torch.no_grad():
         for got, want in zip(compiled(*tensors), fn(*tensors)):
             assert torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2)
+
+
+def _layer_points(layer_set: str) -> set[tuple]:
+    return {
+        (t["model"], t["phase"], t["batch"], t["seq"], t["context"])
+        for t in fused_job.plan((0, 0), "train", 10_000, 0, fused_job.LAYER_SETS[layer_set])
+    }
+
+
+def test_trained_layers_share_no_point_with_a_compiled_test_set():
+    """The compiled layers trained on (layer set ``train``) are none of the compiled test sets' layers, hold no
+    hybrid (its compile fails on the GPU) and none of the third sealed set's unseen architectures."""
+    train = _layer_points("train")
+    assert len(train) == len(fused_job.TRAIN_LAYER_MODELS) * len(fused_job.TRAIN_LAYER_POINTS)
+    for test in ("fit", "arch", "arch2", "arch3"):
+        assert not train & _layer_points(test), test
+    models = {p[0] for p in train}
+    assert not models & fused_job.HYBRIDS
+    assert not models & {name for name, _ in fused_job.UNSEEN_LAYER_MODELS}
+    assert fused_merge.split_of({"kind": "layer", "model": "llama3_8b"}, layer_split="layertrain") == "layertrain"
+    assert "layertrain" in fused_merge.TRAIN_SPLITS
