@@ -78,6 +78,16 @@ TRAIN_LAYER_POINTS = (
     ("decode", 40, 1, 900),
     ("decode", 80, 1, 2000),
 )
+#: a second training pass: the same architectures at seven more points, none a compiled test set uses
+TRAIN2_LAYER_POINTS = (
+    ("prefill", 1, 96, 0),
+    ("prefill", 2, 2500, 0),
+    ("prefill", 8, 512, 0),
+    ("decode", 2, 1, 1500),
+    ("decode", 24, 1, 300),
+    ("decode", 64, 1, 800),
+    ("decode", 160, 1, 1000),
+)
 #: a third sealed compiled set, measured before anything trains on the training layers: architectures no compiled
 #: set or training pass holds at the first points, and every trained architecture at two points of its own
 UNSEEN_LAYER_MODELS = tuple(
@@ -96,6 +106,7 @@ LAYER_SETS = {
         ),
     ),
     "train": ((TRAIN_LAYER_MODELS, TRAIN_LAYER_POINTS),),
+    "train2": ((TRAIN_LAYER_MODELS, TRAIN2_LAYER_POINTS),),
     "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
 }
 
@@ -284,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="fit",
         choices=tuple(LAYER_SETS),
         help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points; "
-        "train: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS (trained on); arch3: the third sealed set",
+        "train, train2: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS, TRAIN2_LAYER_POINTS (trained on); arch3: the third sealed set",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
