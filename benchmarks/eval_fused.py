@@ -1,6 +1,6 @@
-"""Fused kernels on the independent test sets (test, layers, choices files): median / p90 APE of the shipped GNN,
-the shipped XGBoost model, what dispatch serves (GNN for the kinds it won on the frozen split, XGBoost otherwise) and
-the memory roofline, overall and by kernel kind; the GNN's training time; serving time of one kernel and of 100.
+"""Fused kernels on the independent test sets (test, layers, choices and the three archlayers files): median / p90 APE
+of the shipped GNN, the shipped XGBoost model, what dispatch serves (GNN for the kinds it won on the frozen split,
+XGBoost otherwise) and the memory roofline, overall and by kernel kind; the GNN's training time; serving time of one kernel and of 100.
 
     .venv/bin/python benchmarks/eval_fused.py [--model-dir DIR]   # prints a table, writes results/eval_fused.json
 """
@@ -25,7 +25,7 @@ from kernelcast.predictors.learned import MODEL_DIR, load_model
 from kernelcast.training.data import DATASETS, card_files, valid_rows
 
 OUT = Path(__file__).with_name("results") / "eval_fused.json"
-FILES = ("test", "layers", "choices")
+FILES = ("test", "layers", "choices", "archlayers", "archlayers2", "archlayers3")
 MODELS = ("gnn", "xgb", "served", "roofline")
 DESC = [c for c in op_fields("fused") if c != "config"]
 
