@@ -1,6 +1,7 @@
 """Fused kernels on the independent test sets (test, layers, choices and the three archlayers files): median / p90 APE
 of the shipped GNN, the shipped XGBoost model, what dispatch serves (GNN for the kinds it won on the frozen split,
-XGBoost otherwise) and the memory roofline, overall and by kernel kind; the GNN's training time; serving time of one kernel and of 100.
+XGBoost otherwise) and the memory roofline, overall and by kernel kind; the GNN's training time; serving time of one
+kernel and of 100.
 
     .venv/bin/python benchmarks/eval_fused.py [--model-dir DIR]   # prints a table, writes results/eval_fused.json
 """

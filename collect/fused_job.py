@@ -295,7 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="fit",
         choices=tuple(LAYER_SETS),
         help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points; "
-        "train, train2: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS, TRAIN2_LAYER_POINTS (trained on); arch3: the third sealed set",
+        "train, train2: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS, TRAIN2_LAYER_POINTS (trained on); "
+        "arch3: the third sealed set",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")

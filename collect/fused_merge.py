@@ -44,7 +44,8 @@ PROVENANCE = {  # the lent H200 of 2026-12-01 (fused_job's call logs)
 }
 
 
-#: the splits whose files the card lists as training files (layertrain, layertrain2: fused_job --layer-models train, train2)
+#: the splits whose files the card lists as training files (layertrain, layertrain2: fused_job --layer-models train,
+#: train2)
 TRAIN_SPLITS = ("train", "aligned", "layertrain", "layertrain2")
 #: the first train-box seeds, also compiled under every fusion choice (fused_job --choices 40): held out together
 CHOICE_SEEDS = 40
@@ -158,7 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--day", default="20261201")
     p.add_argument("--git-rev", default=None)
     p.add_argument("--arch-split", default="archlayers", help="the split other architectures' layers are written to")
-    p.add_argument("--layer-split", default=None, help=f"the split every layer is written to (training: one of {TRAIN_SPLITS})")
+    p.add_argument(
+        "--layer-split", default=None, help=f"the split every layer is written to (training: one of {TRAIN_SPLITS})"
+    )
     args = p.parse_args(argv)
     kernels: dict[str, list] = {}
     tasks: dict[str, list] = {}
