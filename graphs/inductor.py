@@ -92,7 +92,9 @@ def inductor_code(
         raise ImportError("Inductor's code for a cuda device needs triton here: pip install 'kernelcast[graphs]'")
     fn, args = functional(fn, args)
     with fake_cuda(spec):
-        with FakeTensorMode():
+        # the mode make_fx finds on the inputs and traces in: a constant the call builds on the host (Gemma's
+        # sliding window as a tensor) is real, and moving it to the device must be allowed, as it is on a GPU host
+        with FakeTensorMode(allow_non_fake_inputs=True):
             args, kwargs = torch.utils._pytree.tree_map(_fake, (args, kwargs or {}))
         try:
             _, codes = compile_code(

@@ -18,6 +18,7 @@ from kernelcast.graphs.fusion import fusion_table  # noqa: E402
 from kernelcast.graphs.predict import predict_module  # noqa: E402
 
 LAYERS = "datasets/compiled/kernelcast_h200_sxm_20261201_layers_tasks.parquet"
+ARCH_LAYERS = "datasets/compiled/kernelcast_h200_sxm_20261204_archlayers_tasks.parquet"
 
 
 def meta(*shape, dtype=torch.bfloat16):
@@ -73,6 +74,18 @@ def test_a_llama3_8b_layer_compiles_to_fewer_kernels_every_row_mapped_or_flagged
     assert table["eager_kernels"].sum() == int((eager.kernels["model"] != "unmapped").sum())
     rms = table.iloc[0]
     assert rms["family"] == "fused" and rms["eager_kernels"] >= 5 and rms["saved_us"] > 0
+
+
+def test_a_sliding_window_prefill_compiles_here_as_on_the_gpu():
+    """Gemma 2 builds its sliding window as a host tensor inside the call and moves it to the device: the fake mode the
+    trace runs in allows that, as a GPU host does; the Triton kernels are the ones the H200's compile launched."""
+    row = pd.read_parquet(ARCH_LAYERS).query("model == 'gemma2_9b' and phase == 'prefill' and seq == 128").iloc[0]
+    call = layers.layer_call(layers.build_model(layers.load_config("gemma2_9b")), "prefill", 1, 128)
+    fn, tensors = layers.functional_layer(call)
+    p = predict_module(fn, tuple(tensors), gpu="H200", mode="compile")
+    gpu_triton = [k[0] for k in json.loads(row["kernels"]) if k[0].startswith("triton_")]
+    assert [n for n in p.kernels["kernel"] if n.startswith("triton_")] == gpu_triton
+    assert p.device_us == pytest.approx(row["device_us"], rel=0.15)
 
 
 def test_code_the_gpu_generated_reads_the_same_way():
