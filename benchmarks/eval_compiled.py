@@ -13,7 +13,7 @@ the output code Inductor writes for the H200 here (torch of this host), and noth
     same order);
 (e) seconds for a one-layer compiled prediction, codegen included.
 
-    python benchmarks/eval_compiled.py [--graphs N] [--workers 2] [--set fit|arch|arch2|arch3]
+    python benchmarks/eval_compiled.py [--graphs N] [--workers 2] [--set fit|arch|arch2|arch3|hybrid]
 
 Prints a table and writes benchmarks/results/eval_compiled.json.
 """
@@ -275,9 +275,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--set",
         default="fit",
-        choices=("fit", "arch", "arch2", "arch3"),
+        choices=("fit", "arch", "arch2", "arch3", "hybrid"),
         help="fit: everything below; arch, arch2, arch3: only the compiled layers of other architectures (the first "
-        "set, the sealed second, the sealed third)",
+        "set, the sealed second, the sealed third); hybrid: the hybrid linear-attention and Mamba layers",
     )
     args = ap.parse_args(argv)
     if args.set != "fit":
@@ -302,10 +302,10 @@ def arch_layers(which: str) -> int:
     """``--set arch``: the compiled layers of layer_job.ARCH_MODELS (datasets/compiled/…_archlayers_tasks.parquet);
     ``--set arch2``: the sealed second set's (…_archlayers2_tasks.parquet); ``--set arch3``: the sealed third set's
     (…_archlayers3_tasks.parquet: architectures no training pass compiled, and the trained ones at points of their
-    own). None of them fitted on: device time and fusion speedup per architecture; writes
-    results/eval_compiled_<set>.json."""
+    own); ``--set hybrid``: the hybrids' (…_hybridlayers_tasks.parquet). None of them fitted on: device time and
+    fusion speedup per architecture; writes results/eval_compiled_<set>.json."""
     t0 = time.time()
-    split = {"arch": "archlayers", "arch2": "archlayers2", "arch3": "archlayers3"}[which]
+    split = {"arch": "archlayers", "arch2": "archlayers2", "arch3": "archlayers3", "hybrid": "hybridlayers"}[which]
     rows = layer_rows(pd.read_parquet(DATA / f"kernelcast_h200_sxm_20261204_{split}_tasks.parquet"))
     ok = [r for r in rows if "error" not in r]
     res = {"gpu": GPU, "layers": {}, "speedup": {}, "errors": [r for r in rows if "error" in r]}

@@ -105,6 +105,10 @@ UNSEEN_LAYER_MODELS = tuple(
 ) + (("deepseek_v3", 8),)
 ARCH3_LAYER_POINTS = (("prefill", 1, 1200, 0), ("decode", 16, 1, 600))
 
+#: the hybrids' layers, compiled once ``functional_layer`` took every cache state as an input (sixteenth session): a
+#: test set of their own at the first points
+HYBRID_LAYER_MODELS = tuple((name, 1) for name in sorted(HYBRIDS))
+
 #: --layer-models: the layer tasks of each set, a union of (models × points) products
 LAYER_SETS = {
     "fit": ((LAYER_MODELS, LAYER_POINTS),),
@@ -119,6 +123,7 @@ LAYER_SETS = {
     "train2": ((TRAIN_LAYER_MODELS, TRAIN2_LAYER_POINTS),),
     "train3": ((TRAIN_LAYER_MODELS, TRAIN3_LAYER_POINTS),),
     "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
+    "hybrid": ((HYBRID_LAYER_MODELS, LAYER_POINTS),),
 }
 
 #: what names a task (its row adds the measurements to these)
@@ -307,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=tuple(LAYER_SETS),
         help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points; "
         "train, train2, train3: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS, TRAIN2_…, TRAIN3_… (trained on); "
-        "arch3: the third sealed set",
+        "arch3: the third sealed set; hybrid: the hybrids' layers",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")

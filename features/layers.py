@@ -380,10 +380,11 @@ def _restore(cache, seq: int) -> Callable[[], None]:
 
 
 def functional_layer(call: LayerCall) -> tuple[Callable, list]:
-    """``call`` as a pure function of tensors — parameters, buffers, its inputs and the cached keys/values — that
-    returns the layer's output and the grown cache: the form ``make_fx`` traces and Inductor compiles (a KV-cache
-    append is a side effect on a Python object, so the grown cache must be an output or it would be dropped as dead).
-    Returns ``(fn, tensors)``; ``fn(*tensors)`` computes what ``call`` computes."""
+    """``call`` as a pure function of tensors — parameters, buffers, its inputs and the cache layer's state (an
+    attention layer's keys/values, a linear-attention or Mamba layer's conv and recurrent states) — that returns the
+    layer's output and the cache layer's state after the call: the form ``make_fx`` traces and Inductor compiles (a
+    cache update is a side effect on a Python object, so the new state must be an output or it would be dropped as
+    dead). Returns ``(fn, tensors)``; ``fn(*tensors)`` computes what ``call`` computes."""
     import torch
     from torch.utils import _pytree as pytree
 
@@ -392,11 +393,12 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
     names = list(state)
     cache = call.kwargs[call.cache_key]
     layer = cache.layers[0]
-    past = (layer.keys, layer.values) if getattr(layer, "is_initialized", False) else ()
+    held, held_spec = pytree.tree_flatten(dict(vars(layer)))  # the cache layer's attributes, tensors among them
+    held_slots = [i for i, leaf in enumerate(held) if isinstance(leaf, torch.Tensor)]
     kwargs = {k: v for k, v in call.kwargs.items() if k != call.cache_key}
     leaves, spec = pytree.tree_flatten((call.args, kwargs))
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
-    tensors = [state[n] for n in names] + [leaves[i] for i in slots] + list(past)
+    tensors = [state[n] for n in names] + [leaves[i] for i in slots] + [held[i] for i in held_slots]
 
     def fn(*flat):
         params = dict(zip(names, flat[: len(names)]))
@@ -404,13 +406,16 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
         for i, t in zip(slots, flat[len(names) : len(names) + len(slots)]):
             inputs[i] = t
         before = dict(vars(layer))  # the cache as ``call`` left it: restored below, so eager calls still see it
-        if past:
-            layer.keys, layer.values = flat[-2], flat[-1]
+        attrs = list(held)
+        for i, t in zip(held_slots, flat[len(names) + len(slots) :]):
+            attrs[i] = t
+        vars(layer).update(pytree.tree_unflatten(attrs, held_spec))
         args, kw = pytree.tree_unflatten(inputs, spec)
         try:
             out = torch.func.functional_call(module, params, args, {**kw, call.cache_key: cache})
             # the layer's tensors only: some architectures (Falcon) also return the cache object itself
-            return (*(t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)), layer.keys, layer.values)
+            after = [t for t in pytree.tree_leaves(dict(vars(layer))) if isinstance(t, torch.Tensor)]
+            return (*(t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)), *after)
         finally:
             vars(layer).clear()
             vars(layer).update(before)

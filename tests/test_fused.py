@@ -190,7 +190,7 @@ def test_trained_layers_share_no_point_with_a_compiled_test_set():
     train = _layer_points("train") | _layer_points("train2") | _layer_points("train3")
     points = sum(map(len, (fused_job.TRAIN_LAYER_POINTS, fused_job.TRAIN2_LAYER_POINTS, fused_job.TRAIN3_LAYER_POINTS)))
     assert len(train) == len(fused_job.TRAIN_LAYER_MODELS) * points
-    for test in ("fit", "arch", "arch2", "arch3"):
+    for test in ("fit", "arch", "arch2", "arch3", "hybrid"):
         assert not train & _layer_points(test), test
     models = {p[0] for p in train}
     assert not models & fused_job.HYBRIDS
