@@ -124,6 +124,10 @@ LAYER_SETS = {
     "train3": ((TRAIN_LAYER_MODELS, TRAIN3_LAYER_POINTS),),
     "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
     "hybrid": ((HYBRID_LAYER_MODELS, LAYER_POINTS),),
+    # Qwen3.5's hybrids at the training points (Nemotron's ran out of memory beside the other compile workers)
+    "hybridtrain": (
+        (tuple(m for m in HYBRID_LAYER_MODELS if m[0].startswith("qwen3_5")), TRAIN_LAYER_POINTS + TRAIN2_LAYER_POINTS),
+    ),
 }
 
 #: what names a task (its row adds the measurements to these)
@@ -312,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=tuple(LAYER_SETS),
         help="fit: LAYER_MODELS; arch: layer_job.ARCH_MODELS; arch2: layer_job.ARCH2_MODELS at its own points; "
         "train, train2, train3: TRAIN_LAYER_MODELS at TRAIN_LAYER_POINTS, TRAIN2_…, TRAIN3_… (trained on); "
-        "arch3: the third sealed set; hybrid: the hybrids' layers",
+        "arch3: the third sealed set; hybrid: the hybrids' layers; hybridtrain: Qwen3.5's at the training points",
     )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--batch", type=int, default=6, help="tasks a worker times in one profiler session")
