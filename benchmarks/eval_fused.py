@@ -1,7 +1,7 @@
-"""Fused kernels on the independent test sets (test, layers, choices and the three archlayers files): median / p90 APE
-of the shipped GNN, the shipped XGBoost model, what dispatch serves (GNN for the kinds it won on the frozen split,
-XGBoost otherwise) and the memory roofline, overall and by kernel kind; the GNN's training time; serving time of one
-kernel and of 100.
+"""Fused kernels on the independent test sets (test, layers, choices, the archlayers and hybridlayers files): median /
+p90 APE of the shipped GNN, the shipped XGBoost model, what dispatch serves (GNN for the kinds it won on the frozen
+split, XGBoost otherwise) and the memory roofline, overall and by kernel kind; the GNN's training time; serving time of
+one kernel and of 100.
 
     .venv/bin/python benchmarks/eval_fused.py [--model-dir DIR]   # prints a table, writes results/eval_fused.json
 """
@@ -26,7 +26,7 @@ from kernelcast.predictors.learned import MODEL_DIR, load_model
 from kernelcast.training.data import DATASETS, card_files, valid_rows
 
 OUT = Path(__file__).with_name("results") / "eval_fused.json"
-FILES = ("test", "layers", "choices", "archlayers", "archlayers2", "archlayers3")
+FILES = ("test", "layers", "choices", "archlayers", "archlayers2", "archlayers3", "hybridlayers")
 MODELS = ("gnn", "xgb", "served", "roofline")
 DESC = [c for c in op_fields("fused") if c != "config"]
 
