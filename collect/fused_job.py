@@ -62,7 +62,8 @@ LAYER_POINTS = (
     ("decode", 16, 1, 8191),
 )
 
-#: architectures whose layers Inductor cannot compile on the GPU's trace (their linear-attention / Mamba paths)
+#: the hybrid linear-attention / Mamba architectures: their layers failed to compile until ``functional_layer`` took
+#: every cache state as an input, so no training set below holds them (``hybrid`` is their test set)
 HYBRIDS = frozenset(("qwen3_5_27b", "nemotron3_nano_30b", "qwen3_5_35b_a3b", "nemotron3_super_120b"))
 #: compiled layers trained on (sixteenth session): every architecture of the sets above but the hybrids, at seven
 #: points no compiled test set uses; the six architectures no set compiled before and DeepSeek-V3 stay out of it

@@ -44,8 +44,8 @@ PROVENANCE = {  # the lent H200 of 2026-12-01 (fused_job's call logs)
 }
 
 
-#: the splits whose files the card lists as training files (layertrain, layertrain2, layertrain3: fused_job
-#: --layer-models train, train2, train3)
+#: the splits whose files the card lists as training files (layertrain, layertrain2, layertrain3, hybridtrain:
+#: fused_job --layer-models train, train2, train3, hybridtrain)
 TRAIN_SPLITS = ("train", "aligned", "layertrain", "layertrain2", "layertrain3", "hybridtrain")
 #: the first train-box seeds, also compiled under every fusion choice (fused_job --choices 40): held out together
 CHOICE_SEEDS = 40

@@ -185,8 +185,9 @@ def _layer_points(layer_set: str) -> set[tuple]:
 
 
 def test_trained_layers_share_no_point_with_a_compiled_test_set():
-    """The compiled layers trained on (layer set ``train``) are none of the compiled test sets' layers, hold no
-    hybrid (its compile fails on the GPU) and none of the third sealed set's unseen architectures."""
+    """The compiled layers trained on (layer sets ``train``, ``train2``, ``train3``, ``hybridtrain``) are none of the
+    compiled test sets' layers; the first three hold no hybrid (``hybrid`` is their test set) and none of the third
+    sealed set's unseen architectures."""
     assert not _layer_points("hybridtrain") & _layer_points("hybrid")
     train = _layer_points("train") | _layer_points("train2") | _layer_points("train3")
     points = sum(map(len, (fused_job.TRAIN_LAYER_POINTS, fused_job.TRAIN2_LAYER_POINTS, fused_job.TRAIN3_LAYER_POINTS)))
