@@ -25,7 +25,8 @@ from kernelcast.predictors.gnn import load_gnn
 from kernelcast.predictors.learned import MODEL_DIR, load_model
 from kernelcast.training.data import DATASETS, card_files, valid_rows
 
-OUT = Path(__file__).with_name("results") / "eval_fused.json"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks/results/eval_fused.json"
 FILES = ("test", "layers", "choices", "archlayers", "archlayers2", "archlayers3", "hybridlayers")
 MODELS = ("gnn", "xgb", "served", "roofline")
 DESC = [c for c in op_fields("fused") if c != "config"]
@@ -102,7 +103,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = ap.parse_args(argv)
     gnn_manifest = load_gnn("fused", args.model_dir).manifest
-    results = {"model_dir": str(args.model_dir), "serve_kinds": gnn_manifest["serve_kinds"], "files": {}}
+    model_dir = Path(args.model_dir).resolve()
+    shown = model_dir.relative_to(ROOT) if model_dir.is_relative_to(ROOT) else model_dir  # no machine path for ours
+    results = {"model_dir": str(shown), "serve_kinds": gnn_manifest["serve_kinds"], "files": {}}
     lines = []
     frames = test_frames()
     for name, frame in frames.items():
