@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Mapping
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from kernelcast.features import num
 from kernelcast.features.fields import DTYPE_BYTES, DTYPE_PEAK, MAX_ELEMENTS, SMALL, IntField, Rule
 from kernelcast.features.gpu import get_gpu
 
@@ -50,6 +52,8 @@ def key_codes(*columns) -> tuple[np.ndarray, np.ndarray]:
 
 def lookup(values, table: str) -> np.ndarray:
     """Per-row number for a dtype column: ``bytes`` (element size) or ``peak`` (peak key)."""
+    if isinstance(values, str):  # one description's value (features.num.SCALARS)
+        return _DTYPE_TABLES[table][values]
     if isinstance(values, np.ndarray) and values.shape == (1,):  # one row: no unique pass
         return np.asarray([_DTYPE_TABLES[table][values[0]]])
     uniq, inv = _unique(values)
@@ -63,7 +67,9 @@ def _gpu_row(name: str) -> tuple[float, ...]:
 
 
 def gpu_columns(gpus) -> dict[str, np.ndarray]:
-    """The GPU spec numbers of each row's GPU (canonical names or aliases)."""
+    """The GPU spec numbers of each row's GPU (canonical names or aliases); one GPU's name: its numbers."""
+    if isinstance(gpus, str):
+        return {**dict(zip(GPU_COLUMNS, _gpu_row(gpus))), "_names": gpus}
     if isinstance(gpus, np.ndarray) and gpus.shape == (1,):  # one row: no unique pass
         names = np.asarray(gpus, dtype=object)
         table = np.asarray([_gpu_row(str(names[0]))])
@@ -85,6 +91,8 @@ def _peak(gpu: str, dtype: str) -> float:
 def peak_per_row(gpu: Mapping[str, np.ndarray], dtypes) -> np.ndarray:
     """Dense peak FLOP/s for each row's (GPU, dtype)."""
     names = gpu["_names"]
+    if isinstance(names, str):  # one description
+        return _peak(names, dtypes)
     dts = np.asarray(dtypes, dtype=object)
     if dts.ndim == 0 or len(dts) != len(names):
         dts = np.broadcast_to(dts, names.shape)
@@ -106,20 +114,23 @@ def roofline_floors(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, gpu
         "arithmetic_intensity": flops / nbytes,
         "compute_floor_us": compute_floor,
         "memory_floor_us": memory_floor,
-        "floor_us": np.maximum(compute_floor, memory_floor),
+        "floor_us": num.of(flops).maximum(compute_floor, memory_floor),
     }
 
 
 def tile_waves(tiles: np.ndarray, sm_count: np.ndarray, per_sm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Waves of ``tiles`` work units over the SMs, and the wave efficiency tiles / (waves × slots)."""
+    xp = num.of(tiles)
     slots = sm_count * per_sm
-    waves = np.maximum(np.ceil(tiles / slots), 1.0)
+    waves = xp.maximum(xp.ceil(tiles / slots), 1.0)
     return waves, tiles / (waves * slots)
 
 
 def triton_configs(cols) -> np.ndarray:
     """Each row's config where its backend runs it (Triton); None elsewhere (another backend's config is only
     an annotation)."""
+    if isinstance(cols["backend"], str):  # one description
+        return cols.get("config") if cols["backend"] == "triton" else None
     backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
     configs = cols.get("config")
     if configs is None:
@@ -149,6 +160,9 @@ def _config_numbers(text: str, keys: tuple[str, ...]) -> tuple[float, ...]:
 
 def config_values(configs, keys: tuple[str, ...], defaults: tuple[float, ...]) -> list[np.ndarray]:
     """Numeric keys of each row's JSON config column; ``defaults`` where a row's config lacks one."""
+    if configs is None or isinstance(configs, str):  # one description's config
+        values = _config_numbers(configs or "", keys)
+        return [d if v != v else v for v, d in zip(values, defaults)]
     texts = [c if isinstance(c, str) else "" for c in np.atleast_1d(configs)]
     if len(texts) <= SMALL and not any(texts):  # a few rows, none with a config: every key takes its default
         n = len(texts)
@@ -170,7 +184,7 @@ KERNEL_FLOOR_CYCLES = 4950.0
 
 def kernel_floor_us(clock_hz) -> np.ndarray:
     """One kernel's fixed device time (µs) at a boost clock (Hz)."""
-    return KERNEL_FLOOR_CYCLES / np.asarray(clock_hz, dtype=np.float64) * 1e6
+    return KERNEL_FLOOR_CYCLES / num.of(clock_hz).floats(clock_hz) * 1e6
 
 
 def latency_scale(floor_us, clock_hz) -> np.ndarray:
@@ -181,7 +195,7 @@ def latency_scale(floor_us, clock_hz) -> np.ndarray:
     trees spend their splits tracing that line; over floor + fixed time it is flat near 0 (the measured gain is
     in benchmarks/RESULTS.md).
     """
-    return np.asarray(floor_us, dtype=np.float64) + kernel_floor_us(clock_hz)
+    return num.of(floor_us).floats(floor_us) + kernel_floor_us(clock_hz)
 
 
 def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -191,10 +205,11 @@ def clock_features(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     against 1.98+ GHz) lands in the slowest training GPU's leaves, and its small, latency-bound
     kernels come out too fast. In cycles the fixed per-kernel costs line up across GPUs (benchmarks/RESULTS.md).
     """
-    clock = np.asarray(base["gpu_boost_clock_hz"], dtype=np.float64)
+    xp = num.of(base["floor_us"])
+    clock = xp.floats(base["gpu_boost_clock_hz"])
     return {
-        "log2_floor_cycles": np.log2(np.asarray(base["floor_us"], dtype=np.float64) * 1e-6 * clock),
-        "bytes_per_cycle": np.asarray(base["gpu_memory_bandwidth_bps"], dtype=np.float64) / clock,
+        "log2_floor_cycles": xp.log2(xp.floats(base["floor_us"]) * 1e-6 * clock),
+        "bytes_per_cycle": xp.floats(base["gpu_memory_bandwidth_bps"]) / clock,
     }
 
 
@@ -258,16 +273,17 @@ def resident_ctas(
 
     Shared by every op family with a Triton config: generalising to configs never measured needs what a config
     does to the SM, not its numbers alone (benchmarks/RESULTS.md)."""
+    xp = num.of(units)
     asked = accumulators + BASE_REGISTERS if registers is None else registers
-    regs = np.minimum(asked, MAX_REGISTERS)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        by_smem = np.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
-        by_regs = np.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
-        by_warps = np.floor(base["gpu_max_warps_per_sm"] / warps)
-    ctas = np.maximum(np.minimum(np.minimum(by_smem, by_regs), by_warps), 0)  # (np.clip's value, faster)
-    slots = base["gpu_sm_count"] * np.maximum(ctas, 1)
-    waves = np.maximum(np.ceil(units / slots), 1)
-    spill = np.where(np.isnan(asked), np.nan, (asked > MAX_REGISTERS).astype(float))
+    regs = xp.minimum(asked, MAX_REGISTERS)
+    with np.errstate(invalid="ignore", divide="ignore") if xp is num.ARRAYS else contextlib.nullcontext():
+        by_smem = xp.floor(base["gpu_shared_memory_per_sm_bytes"] / smem)
+        by_regs = xp.floor(base["gpu_registers_per_sm"] / (regs * 32 * warps))
+        by_warps = xp.floor(base["gpu_max_warps_per_sm"] / warps)
+    ctas = xp.maximum(xp.minimum(xp.minimum(by_smem, by_regs), by_warps), 0)  # (np.clip's value, faster)
+    slots = base["gpu_sm_count"] * xp.maximum(ctas, 1)
+    waves = xp.maximum(xp.ceil(units / slots), 1)
+    spill = xp.where(xp.isnan(asked), np.nan, xp.as_float(asked > MAX_REGISTERS))
     return {
         "smem_per_cta": smem,
         "smem_share": smem / base["gpu_shared_memory_per_sm_bytes"],
@@ -277,7 +293,7 @@ def resident_ctas(
         "wave_efficiency_resident": units / (waves * slots),
         "accumulators_per_thread": accumulators,
         "accumulator_spill": spill,
-        "log_units_per_slot": np.log2(units / slots),
+        "log_units_per_slot": xp.log2(units / slots),
     }
 
 
@@ -369,6 +385,9 @@ def triton_ring(gpu, block_m, num_warps, num_stages) -> tuple[np.ndarray, np.nda
     num_stages − 1, one more on wgmma (an async-MMA target, block_m a multiple of 64, whole warpgroups). Read from
     the compiled kernels' shared memory (collect/compile_facts.py; GEMM, attention and MoE alike: the configs it
     gives refused are exactly those our H200 refused, benchmarks/RESULTS.md §17). Per row; NaN without a config."""
+    if isinstance(gpu, str):  # one description
+        wgmma = _async_mma_target(gpu) and block_m % 64 == 0 and num_warps % 4 == 0
+        return num_stages - 1 + wgmma, wgmma
     block_m, num_warps, num_stages = (
         np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (block_m, num_warps, num_stages)
     )
@@ -400,7 +419,7 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
         values = dict(zip(keys, config_values(cfg, keys, (np.nan,) * len(keys))))
         need = need_bytes(c, values, lookup(c["dtype"], "bytes"))
         limit = np.asarray([_smem_limit(g) for g in np.atleast_1d(np.asarray(c["gpu"], dtype=object))])
-        return np.asarray(need, dtype=np.float64), limit
+        return np.atleast_1d(np.asarray(need, dtype=np.float64)), limit  # one description's need: one row
 
     def ok(c):
         backend = c["backend"]

@@ -122,7 +122,7 @@ def predict_columns(
         "latency_us": np.empty(n),
         "low_us": np.empty(n),
         "high_us": np.empty(n),
-        "floor_us": np.asarray(feats["floor_us"], dtype=np.float64),
+        "floor_us": np.atleast_1d(np.asarray(feats["floor_us"], dtype=np.float64)),
         "bound": bound,
         "model": np.empty(n, dtype=object),
         "in_distribution": np.zeros(n, dtype=bool),
@@ -139,7 +139,7 @@ def predict_columns(
             out[key][rows] = answer[key]
         out["model"][rows] = p.name
     for name, feature in get_op(op).extras.items():
-        out[name] = np.asarray(feats[feature], dtype=np.float64)
+        out[name] = np.atleast_1d(np.asarray(feats[feature], dtype=np.float64))
     out.update(achieved(feats, out["latency_us"]))
     return out
 
@@ -180,13 +180,26 @@ def _with_top_configs(
     return {**cols, "config": config}
 
 
-def _one_row(d) -> dict[str, np.ndarray]:
+def _one_row(values: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """One description's row (``Desc.to_row``) as columns of one value."""
     cols = {}
-    for k, v in d.to_row().items():
+    for k, v in values.items():
         cell = np.empty(1, dtype=object if isinstance(v, (str, type(None))) else None)
         cell[0] = v
         cols[k] = cell
     return cols
+
+
+def _one_description_features(op: str, values: Mapping[str, Any]) -> dict[str, float] | None:
+    """The learned features of one description from its Python numbers (``OpSpec.scalar_features``: the same formulas
+    as columns, without a numpy call per value); None for an op without them, or where a formula divides by zero
+    (numpy's columns say inf there)."""
+    if not get_op(op).scalar_features:
+        return None
+    try:
+        return feature_columns(values, op)
+    except ZeroDivisionError:
+        return None
 
 
 def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Prediction:
@@ -197,9 +210,11 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     """
     d = parse_desc(desc)
     chain = predictors_for(d.op, predictor)
-    row = _one_row(d)
+    values = d.to_row()
+    row = _one_row(values)
     tuned = _with_top_configs(row, d.op, predictor)
-    out = predict_columns(tuned, d.op, predictor)
+    feats = _one_description_features(d.op, values) if tuned is row else None  # a config search's pick: its own columns
+    out = predict_columns(tuned, d.op, predictor, feats=feats)
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}

@@ -97,7 +97,7 @@ def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str, row_majo
     names = feature_names(op)
     if not isinstance(features, pd.DataFrame):
         first = features[names[0]]
-        if getattr(first, "shape", None) == (1,):  # one row (predict_latency): one concatenation, dict lookups
+        if isinstance(first, float) or getattr(first, "shape", None) == (1,):  # one row (predict_latency): dict lookups
             row = _one_row_matrix(features, op, names)
             if row is not None:
                 return row
@@ -139,15 +139,19 @@ def _category_slots(op: str) -> tuple[tuple[str, int, dict[str, int]], ...]:
 
 
 def _one_row_matrix(features: Mapping[str, Any], op: str, names: tuple[str, ...]) -> np.ndarray | None:
-    """``feature_matrix`` of one row whose features are arrays of one value each (None: some are not)."""
-    try:
-        values = np.concatenate([features[name] for name in names])
-    except ValueError:  # a feature given as a scalar: the general path
-        return None
-    if values.shape != (len(names),):
-        return None
+    """``feature_matrix`` of one row whose features are arrays of one value each, or one description's Python numbers
+    (None: neither)."""
     out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
-    out[0, : len(names)] = values
+    try:
+        if isinstance(features[names[0]], float):  # features.num.SCALARS' numbers
+            out[0, : len(names)] = [features[name] for name in names]
+        else:
+            values = np.concatenate([features[name] for name in names])
+            if values.shape != (len(names),):
+                return None
+            out[0, : len(names)] = values
+    except (ValueError, TypeError):  # some feature of another shape: the general path
+        return None
     for name, start, lookup in _category_slots(op):
         if name == "source" and name not in features:
             value = "aiconfigurator" if _one_value(features["backend"]) in OUTSIDE_BACKENDS else "kernelcast"

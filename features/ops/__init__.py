@@ -54,6 +54,9 @@ class OpSpec:
     checks_dtype_on_gpu: bool = True  # compute ops need the GPU to have units for the dtype
     derived: Callable[[Columns], dict] | None = None  # extra columns the rules read (e.g. element bytes)
     extras: Mapping[str, str] = field(default_factory=dict)  # numbers every answer carries: name -> feature
+    #: features, learned_features and scale are written in ``features.num``: one description's Python numbers in, its
+    #: Python numbers out (``predict_latency``'s fast path), as well as columns
+    scalar_features: bool = False
     desc_type: type = None  # the frozen description class (made by ``register``)
 
     def all_fields(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kernelcast.features import num
 from kernelcast.features.common import (
     MAX_REGISTERS,
     clock_features,
@@ -43,30 +44,28 @@ from kernelcast.features.ops import OpSpec, register
 TILE_CANDIDATES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6))
 
 
-_CAND = np.asarray(TILE_CANDIDATES).T[:, :, None]  # (3, candidates, 1)
-#: per candidate tile: its per-SM cost per wave, block_m × block_n / relative throughput
-_CAND_COST = _CAND[0] * _CAND[1] / _CAND[2]
-
-
 #: split-K keeps at least this much of K per split (libraries split skinny GEMMs to fill the SMs)
 MIN_K_PER_SPLIT = 512
 
 
 def heuristic_tiles(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, sm_count: np.ndarray):
-    """(block_m, block_n, split_k) a cuBLAS-like library would pick; split-K only when tiles < SMs."""
-    cm, cn, _ = _CAND
-    tiles = np.ceil(m / cm) * np.ceil(n / cn) * batch
-    best = (np.ceil(tiles / sm_count) * _CAND_COST).argmin(axis=0)
-    bm, bn = cm[best, 0], cn[best, 0]
-    base = np.ceil(m / bm) * np.ceil(n / bn) * batch
-    split = np.maximum(np.minimum(np.floor(sm_count / base), np.floor(k / MIN_K_PER_SPLIT)), 1)  # np.clip's value
+    """(block_m, block_n, split_k) a cuBLAS-like library would pick; split-K only when tiles < SMs. The first of
+    the least costly candidates wins: per SM, waves × block_m × block_n / throughput."""
+    xp = num.of(m)
+    best, bm, bn = num.INF, num.NAN, num.NAN
+    for cm, cn, throughput in TILE_CANDIDATES:
+        cost = xp.ceil(xp.ceil(m / cm) * xp.ceil(n / cn) * batch / sm_count) * (cm * cn / throughput)
+        take = cost < best
+        best, bm, bn = xp.where(take, cost, best), xp.where(take, float(cm), bm), xp.where(take, float(cn), bn)
+    base = xp.ceil(m / bm) * xp.ceil(n / bn) * batch
+    split = xp.maximum(xp.minimum(xp.floor(sm_count / base), xp.floor(k / MIN_K_PER_SPLIT)), 1)  # np.clip's value
     return bm, bn, split
 
 
 def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
-    """Features of C[m,n] = A[m,k]·B[k,n] (× batch), one value per row."""
-    m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
-    batch = np.asarray(cols["batch"], dtype=np.float64)
+    """Features of C[m,n] = A[m,k]·B[k,n] (× batch), one value per row (or one description's numbers)."""
+    xp = num.of(cols["m"])
+    m, n, k, batch = (xp.floats(cols[c]) for c in ("m", "n", "k", "batch"))
     in_b, out_b = lookup(cols["dtype"], "bytes"), lookup(cols["out_dtype"], "bytes")
     flops = gemm_flops(cols)
     a_bytes, b_bytes, c_bytes = batch * m * k * in_b, batch * k * n * in_b, batch * m * n * out_b
@@ -79,14 +78,14 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
         ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "group_m"),
         (hbm, hbn, 64, hsplit, np.nan, np.nan, np.nan),
     )  # NaN: the library chose
-    tiles = np.ceil(m / bm) * np.ceil(n / bn) * batch * split_k
+    tiles = xp.ceil(m / bm) * xp.ceil(n / bn) * batch * split_k
     waves, wave_eff = tile_waves(tiles, gpu["sm_count"])
     l2 = gpu["l2_bytes"]
     return {
         **roofline_floors(flops, nbytes, peak, gpu),
-        "log_m": np.log2(m),
-        "log_n": np.log2(n),
-        "log_k": np.log2(k),
+        "log_m": xp.log2(m),
+        "log_n": xp.log2(n),
+        "log_k": xp.log2(k),
         "batch": batch,
         "elem_bytes": in_b,
         "out_bytes": out_b,
@@ -101,39 +100,42 @@ def gemm_features(cols, gpu) -> dict[str, np.ndarray]:
         "tiles": tiles,
         "waves": waves,
         "wave_efficiency": wave_eff,
-        "k_iterations": np.ceil(k / split_k / bk),
-        "m_padding": np.ceil(m / bm) * bm / m,
-        "n_padding": np.ceil(n / bn) * bn / n,
-        "weights_fit_l2": (b_bytes <= l2).astype(np.float64),
-        "all_fit_l2": (nbytes <= l2).astype(np.float64),
+        "k_iterations": xp.ceil(k / split_k / bk),
+        "m_padding": xp.ceil(m / bm) * bm / m,
+        "n_padding": xp.ceil(n / bn) * bn / n,
+        "weights_fit_l2": xp.as_float(b_bytes <= l2),
+        "all_fit_l2": xp.as_float(nbytes <= l2),
         "ridge_ratio": (flops / nbytes) / (peak / gpu["memory_bandwidth_bps"]),
     }
 
 
 def gemm_shape_features(cols, gpu, base) -> dict[str, np.ndarray]:
     """What the learned model adds to ``gemm_features`` (``base``: its output; the analytical model needs none)."""
-    m, n, k = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k"))
+    xp = num.of(cols["m"])
+    m, n, k = (xp.floats(cols[c]) for c in ("m", "n", "k"))
     return {
         **alignment_features(m, n, k),
         **leading_dim_alignment(cols.get("layout"), m, n, k, base["elem_bytes"], base["out_bytes"]),
-        **candidate_waves(m, n, k, np.asarray(cols["batch"], dtype=np.float64), gpu["sm_count"]),
+        **candidate_waves(m, n, k, xp.floats(cols["batch"]), gpu["sm_count"]),
     }
 
 
 def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
     """How each size sits against vector and tile widths: libraries pick other kernels for ragged sizes."""
+    xp = num.of(m)
     out = {}
     for name, v in (("m", m), ("n", n), ("k", k)):
-        iv = v.astype(np.int64)
-        out[f"{name}_align"] = np.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
+        iv = xp.ints(v)
+        out[f"{name}_align"] = xp.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
         out[f"{name}_mod128"] = (iv % 128) / 128
         out[f"{name}_mod64"] = (iv % 64) / 64
     return out
 
 
 def _pow2_dividing(v: np.ndarray) -> np.ndarray:
-    iv = v.astype(np.int64)
-    return np.log2(iv & -iv)
+    xp = num.of(v)
+    iv = xp.ints(v)
+    return xp.log2(iv & -iv)
 
 
 def leading_dim_alignment(
@@ -144,17 +146,21 @@ def leading_dim_alignment(
     cuBLAS falls back to other kernels (SIMT, gemmSN), which is most of its fp32/tf32 ragged-size error.
     The power of two dividing a size alone leaves the element width to a deeper split; on our H200 rows
     the measured gain is in benchmarks/RESULTS.md."""
-    in_b, out_b = np.log2(in_bytes), np.log2(out_bytes)
-    nt = np.ones(len(m), dtype=bool) if layout is None else np.asarray(layout, dtype=object) == "nt"
+    xp = num.of(m)
+    in_b, out_b = xp.log2(in_bytes), xp.log2(out_bytes)
+    if layout is None:
+        nt = xp.full(m, True)
+    else:
+        nt = layout == "nt" if isinstance(layout, str) else np.asarray(layout, dtype=object) == "nt"
     k_align, n_align = _pow2_dividing(k), _pow2_dividing(n)
-    lda = np.minimum(k_align + in_b, 8.0)
-    ldb = np.minimum(np.where(nt, k_align, n_align) + in_b, 8.0)
-    ldc = np.minimum(n_align + out_b, 8.0)
+    lda = xp.minimum(k_align + in_b, 8.0)
+    ldb = xp.minimum(xp.where(nt, k_align, n_align) + in_b, 8.0)
+    ldc = xp.minimum(n_align + out_b, 8.0)
     return {
         "lda_align_log2_bytes": lda,
         "ldb_align_log2_bytes": ldb,
         "ldc_align_log2_bytes": ldc,
-        "all_16b_aligned": ((lda >= 4) & (ldb >= 4) & (ldc >= 4)).astype(np.float64),
+        "all_16b_aligned": xp.as_float((lda >= 4) & (ldb >= 4) & (ldc >= 4)),
     }
 
 
@@ -162,22 +168,24 @@ def candidate_waves(
     m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, sm_count: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Tile counts and waves of the common Hopper/Ampere tiles (whichever the library runs), operand sizes."""
-    t128 = np.ceil(m / 128) * np.ceil(n / 128) * batch
-    t256 = np.ceil(m / 128) * np.ceil(n / 256) * batch
+    xp = num.of(m)
+    t128 = xp.ceil(m / 128) * xp.ceil(n / 128) * batch
+    t256 = xp.ceil(m / 128) * xp.ceil(n / 256) * batch
     return {
         "tiles_128x128": t128,
-        "waves_128x128": np.ceil(t128 / sm_count),
-        "tiles_64x64": np.ceil(m / 64) * np.ceil(n / 64) * batch,
-        "waves_128x256": np.ceil(t256 / sm_count),
-        "log_mn": np.log2(m * n),
-        "log_mk": np.log2(m * k),
-        "log_nk": np.log2(n * k),
+        "waves_128x128": xp.ceil(t128 / sm_count),
+        "tiles_64x64": xp.ceil(m / 64) * xp.ceil(n / 64) * batch,
+        "waves_128x256": xp.ceil(t256 / sm_count),
+        "log_mn": xp.log2(m * n),
+        "log_mk": xp.log2(m * k),
+        "log_nk": xp.log2(n * k),
     }
 
 
 def gemm_flops(cols) -> np.ndarray:
     """2·m·n·k·batch per row."""
-    m, n, k, batch = (np.asarray(cols[c], dtype=np.float64) for c in ("m", "n", "k", "batch"))
+    xp = num.of(cols["m"])
+    m, n, k, batch = (xp.floats(cols[c]) for c in ("m", "n", "k", "batch"))
     return 2 * m * n * k * batch
 
 
@@ -206,17 +214,21 @@ def triton_gemm_operands(cols, cfg, elem_bytes) -> TritonGemmOperands:
     batched) is copied asynchronously into the ring buffers of ``features.common.triton_ring``; a ragged operand
     goes through registers into one buffer.
     ``cfg`` maps block_m, block_n, block_k, num_warps, num_stages to arrays (NaN: no Triton config)."""
-    m, n, k, batch = (np.atleast_1d(np.asarray(cols[c], dtype=np.float64)) for c in ("m", "n", "k", "batch"))
+    xp = num.of(cols["m"])
+    m, n, k, batch = (xp.floats1d(cols[c]) for c in ("m", "n", "k", "batch"))
     bm, bn, bk, warps, stages = (cfg[c] for c in ("block_m", "block_n", "block_k", "num_warps", "num_stages"))
     layout = cols.get("layout")
-    nt = np.ones(len(m), dtype=bool) if layout is None else np.atleast_1d(np.asarray(layout, dtype=object)) != "nn"
+    if layout is None:
+        nt = xp.full(m, True)
+    else:
+        nt = layout != "nn" if isinstance(layout, str) else np.atleast_1d(np.asarray(layout, dtype=object)) != "nn"
     single = batch <= 1
     k_aligned = k % 16 == 0
     vec_a = k_aligned & (single | (m * k % 16 == 0))
-    vec_b = np.where(nt, k_aligned, n % 16 == 0) & (single | (n * k % 16 == 0))
+    vec_b = xp.where(nt, k_aligned, n % 16 == 0) & (single | (n * k % 16 == 0))
     ring, wgmma = triton_ring(cols["gpu"], bm, warps, stages)  # NaN without a config
-    one = np.where(np.isnan(ring), np.nan, 1.0)
-    buf_a, buf_b = np.where(vec_a, ring, one), np.where(vec_b, ring, one)
+    one = xp.where(xp.isnan(ring), np.nan, 1.0)
+    buf_a, buf_b = xp.where(vec_a, ring, one), xp.where(vec_b, ring, one)
     return TritonGemmOperands((buf_a * bm * bk + buf_b * bk * bn) * elem_bytes, buf_a, buf_b, vec_a, vec_b, wgmma)
 
 
@@ -235,11 +247,12 @@ def triton_gemm_registers(cfg, operands: TritonGemmOperands) -> np.ndarray:
     to local memory: the block_m×block_n fp32 accumulators over the threads, an mma.sync dot's operand fragments
     (wgmma reads its operands from shared memory), a ragged operand's tile loaded through registers, and the base.
     NaN without a config."""
+    xp = num.of(cfg["block_m"])
     threads = 32 * cfg["num_warps"]
     tile_a, tile_b = cfg["block_m"] * cfg["block_k"] / threads, cfg["block_k"] * cfg["block_n"] / threads
     frag_a, frag_b = MMA_FRAGMENT_REGISTERS
-    fragments = np.where(operands.wgmma, 0.0, frag_a * tile_a + frag_b * tile_b)
-    ragged = RAGGED_LOAD_REGISTERS * (np.where(operands.vec_a, 0.0, tile_a) + np.where(operands.vec_b, 0.0, tile_b))
+    fragments = xp.where(operands.wgmma, 0.0, frag_a * tile_a + frag_b * tile_b)
+    ragged = RAGGED_LOAD_REGISTERS * (xp.where(operands.vec_a, 0.0, tile_a) + xp.where(operands.vec_b, 0.0, tile_b))
     return cfg["block_m"] * cfg["block_n"] / threads + fragments + ragged + GEMM_BASE_REGISTERS
 
 
@@ -252,7 +265,7 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": base["num_stages"]}
     ops = triton_gemm_operands(cols, cfg, base["elem_bytes"])
     registers = triton_gemm_registers(cfg, ops)
-    spilled = np.fmax(registers - MAX_REGISTERS, 0.0)
+    spilled = num.of(bm).fmax(registers - MAX_REGISTERS, 0.0)
     scalar = scalar_load_us(cols, base, ops.vec_a, ops.vec_b)
     return {
         **resident_ctas(ops.smem_bytes, bm * bn / (32 * warps), warps, base["tiles"], base, registers=registers),
@@ -279,10 +292,11 @@ def scalar_load_us(cols, base, vec_a, vec_b) -> np.ndarray:
     through registers): every CTA loads its block_m×K strip of A and K×block_n strip of B one element per thread
     per instruction, so the operand loads, not the tensor cores, bound it (µs; 0 when both are vectorized, NaN
     without a config). The learned target is taken over it where it exceeds the roofline floor."""
-    k = np.atleast_1d(np.asarray(cols["k"], dtype=np.float64))
+    xp = num.of(cols["k"])
+    k = xp.floats1d(cols["k"])
     ctas = base["tiles"]  # tiles × split-K slices: each slice loads its share of K
-    ragged = np.where(vec_a, 0.0, base["block_m"]) + np.where(vec_b, 0.0, base["block_n"])
-    ragged = np.where(np.isnan(base["num_stages"]), np.nan, ragged)  # no config: the library kernels
+    ragged = xp.where(vec_a, 0.0, base["block_m"]) + xp.where(vec_b, 0.0, base["block_n"])
+    ragged = xp.where(xp.isnan(base["num_stages"]), np.nan, ragged)  # no config: the library kernels
     per_clock = SCALAR_LOADS_PER_SM_CLOCK * base["gpu_sm_count"] * base["gpu_boost_clock_hz"]
     return ctas * ragged * k / base["split_k"] / per_clock * 1e6
 
@@ -290,7 +304,7 @@ def scalar_load_us(cols, base, vec_a, vec_b) -> np.ndarray:
 def gemm_scale(f) -> np.ndarray:
     """The learned target's scale: the roofline floor, or the ragged operands' scalar-load floor where it is
     higher, plus one kernel's fixed time."""
-    return latency_scale(np.fmax(f["floor_us"], f["scalar_load_us"]), f["gpu_boost_clock_hz"])
+    return latency_scale(num.of(f["floor_us"]).fmax(f["floor_us"], f["scalar_load_us"]), f["gpu_boost_clock_hz"])
 
 
 #: fraction of dense peak a well-tuned GEMM sustains in its main loop: 785 of 989 TFLOP/s measured for a
@@ -374,6 +388,7 @@ SPEC = register(
         learned_features=learned_features,
         flops=gemm_flops,
         scale=gemm_scale,
+        scalar_features=True,
         analytical=analytical,
         analytical_assumptions=roofline_assumptions(
             {**COMPUTE_EFFICIENCY, "fp32 (SIMT)": FP32_SIMT_EFFICIENCY}, "1 kernel (+1 split-K reduction)"

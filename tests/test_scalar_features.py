@@ -1,0 +1,109 @@
+"""One description's features from its Python numbers (features.num.SCALARS, predict_latency's path) are the numbers
+the columns give (features.num.ARRAYS, training's and predict_many's path): the formulas exist once."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from kernelcast import parse_desc, predict_latency, predict_many
+from kernelcast.features import num
+from kernelcast.features.ops import get_op, op_names
+from kernelcast.features.vector import feature_columns
+
+SPECIAL = (-math.inf, -3.5, -1.0, -0.0, 0.0, 0.5, 1.0, 2.0, 3.5, 7.0, 1e300, math.inf, math.nan)
+
+
+def _same(a: float, b: float) -> bool:
+    return (a != a and b != b) or a == b or abs(a - b) <= 1e-12 * abs(a)
+
+
+@pytest.mark.parametrize("name", ["minimum", "maximum", "fmax"])
+def test_scalar_binary_math_gives_numpy_answers_on_nan_inf_and_zero(name):
+    ours, theirs = getattr(num.SCALARS, name), getattr(np, name)
+    for a, b in itertools.product(SPECIAL, SPECIAL):
+        want = float(theirs(np.float64(a), np.float64(b)))
+        assert _same(want, float(ours(a, b))), (name, a, b)
+
+
+@pytest.mark.parametrize("name", ["ceil", "floor", "log2", "isnan"])
+def test_scalar_unary_math_gives_numpy_answers_on_nan_inf_and_zero(name):
+    ours, theirs = getattr(num.SCALARS, name), getattr(np, name)
+    with np.errstate(all="ignore"):
+        for a in SPECIAL:
+            assert _same(float(theirs(np.float64(a))), float(ours(a))), (name, a)
+
+
+def test_the_namespace_follows_the_value():
+    assert num.of(3) is num.of(2.5) is num.of(True) is num.of(np.float64(1.0)) is num.SCALARS
+    assert num.of(np.ones(1)) is num.of(np.int64(3)) is num.ARRAYS
+
+
+def random_gemms(count: int, seed: int = 0) -> list[dict]:
+    """Valid GEMM descriptions over GPUs (AMD too), dtypes, backends, layouts, batches and Triton configs (refused
+    ones skipped)."""
+    rng = random.Random(seed)
+    gpus = ("H200", "H100", "A100", "B200", "L40S", "RTX4090", "MI300X", "GB200")
+    out = []
+    while len(out) < count:
+        d = {
+            "op": "gemm",
+            "gpu": rng.choice(gpus),
+            "dtype": rng.choice(("bf16", "fp16", "fp32", "tf32", "fp8_e4m3")),
+            "backend": rng.choice(("cublas", "cublas", "triton", "grouped", "trtllm")),
+            "layout": rng.choice(("nt", "nn")),
+            "batch": rng.choice((1, 1, 2, 7, 64)),
+            **{c: int(math.exp(rng.uniform(0, 11))) for c in "mnk"},
+        }
+        if d["backend"] == "triton" and rng.random() < 0.9:
+            d["config"] = {
+                "block_m": rng.choice((16, 32, 64, 128, 256)),
+                "block_n": rng.choice((16, 32, 64, 128, 256)),
+                "block_k": rng.choice((16, 32, 64, 128)),
+                "group_m": 8,
+                "num_warps": rng.choice((2, 4, 8)),
+                "num_stages": rng.choice((2, 3, 4, 5)),
+                "split_k": rng.choice((1, 1, 2, 4)),
+            }
+        try:
+            out.append(parse_desc(d).to_row())
+        except ValueError:  # a dtype the GPU lacks, a config that does not fit: not this test's business
+            continue
+    return out
+
+
+def test_one_descriptions_features_are_the_columns_features():
+    rows = random_gemms(1500)
+    for row in rows:
+        columns = feature_columns({k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None)
+                                   for k, v in row.items()}, "gemm")  # fmt: skip
+        scalars = feature_columns(row, "gemm")
+        assert set(scalars) == set(columns)
+        for name, value in columns.items():
+            assert isinstance(scalars[name], (int, float)), (name, type(scalars[name]))
+            assert _same(float(value[0]), float(scalars[name])), (name, row)
+
+
+def test_predict_latency_on_the_fast_path_answers_as_predict_many():
+    rows = random_gemms(300, seed=1)
+    many = predict_many(rows)
+    for i, row in enumerate(rows):
+        one = predict_latency(row)
+        for field in ("latency_us", "low_us", "high_us", "floor_us"):
+            assert _same(float(many[field].iloc[i]), getattr(one, field)) or math.isclose(
+                float(many[field].iloc[i]), getattr(one, field), rel_tol=1e-9
+            ), (field, row)
+        assert (one.model, one.bound, one.in_distribution) == (
+            many["model"].iloc[i],
+            many["bound"].iloc[i],
+            bool(many["in_distribution"].iloc[i]),
+        )
+
+
+def test_only_gemm_claims_scalar_features():
+    """An op that sets the flag must pass the equality test above; extend it before flagging another."""
+    assert [op for op in op_names() if get_op(op).scalar_features] == ["gemm"]
