@@ -277,9 +277,43 @@ def lower(rec: OpRecord, gpu: str, routing: Any = "balanced") -> Lowered:
             return Lowered(rec.name, (clone, *_pointwise(rec, "where").descs))
         if name in POINTWISE:
             return _pointwise(rec, POINTWISE[name])
+        if name == "convolution":
+            return _depthwise_conv(rec)
+        if name == "linalg_solve_triangular":
+            return _triangular_solve(rec)
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         return Lowered(rec.name, unmapped=f"{type(exc).__name__}: {exc}")
     return Lowered(rec.name, unmapped=f"no kernel model for aten op {name!r}")
+
+
+def _depthwise_conv(rec: OpRecord) -> Lowered:
+    """``aten.convolution`` of a depthwise 1-D convolution (groups = channels, one filter row each, stride and dilation
+    1): torch's generic depthwise kernel, a ``conv`` description. Any other convolution is unmapped, with why."""
+    x, w = rec.args[0], rec.args[1]
+    stride, padding, dilation, transposed, _, groups = rec.args[3:9]
+    if len(x.shape) != 3:
+        raise ValueError(f"only 1-D convolutions are modelled; got an input of shape {x.shape}")
+    batch, channels, length = x.shape
+    if groups != channels or w.shape[:2] != (channels, 1) or transposed or list(stride) != [1] or list(dilation) != [1]:
+        raise ValueError(
+            f"only depthwise convolutions (groups = channels, stride and dilation 1, not transposed) are modelled; got "
+            f"groups={groups} for {channels} channels, weight {w.shape}, stride {stride}, dilation {dilation}"
+        )
+    desc = {**_common(_dtype(x), "conv"), "batch": batch, "channels": channels, "length": length,
+            "kernel": w.shape[2], "padding": int(padding[0])}  # fmt: skip
+    return Lowered(rec.name, (desc,))
+
+
+def _triangular_solve(rec: OpRecord) -> Lowered:
+    """``linalg_solve_triangular(A, B)`` on the left: cuBLAS's batched trsm over the broadcast batch, a ``trsm``
+    description."""
+    a, out = rec.args[0], rec.outputs[0]
+    if rec.kwargs.get("left", True) is False:
+        raise ValueError("only left-side triangular solves (A X = B) are modelled; got left=False")
+    n, nrhs = a.shape[-1], out.shape[-1]
+    batch = max(1, math.prod(out.shape[:-2]))
+    desc = {**_common(_dtype(a), "trsm"), "backend": "cublas", "n": n, "nrhs": nrhs, "batch": batch}
+    return Lowered(rec.name, (desc,))
 
 
 def _common(dtype: str, op: str) -> dict:

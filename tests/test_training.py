@@ -50,7 +50,7 @@ def rows(outside) -> pd.DataFrame:
 def test_load_rows_filters_and_errors(rows, outside, tmp_path):
     assert set(rows.gpu) == {"a100_sxm", "l40s"} and (rows.latency_us > 0).all()
     with pytest.raises(ValueError, match="op must be one of"):
-        data.load_rows("conv", outside=outside)
+        data.load_rows("winograd", outside=outside)
     with pytest.raises(ValueError, match="sources must be among"):
         data.load_rows("gemm", sources=("nvidia",), outside=outside)
     with pytest.raises(ValueError, match="files.toml is missing: training reads only the dataset files the card lists"):

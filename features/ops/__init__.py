@@ -87,7 +87,7 @@ def unregister(name: str) -> None:
 
 
 #: the built-in families, in the order users read them; families registered later follow in registration order
-BUILTIN = ("gemm", "attention", "moe", "collective", "elementwise", "reduction", "copy", "fused")
+BUILTIN = ("gemm", "attention", "moe", "collective", "elementwise", "reduction", "copy", "fused", "trsm", "conv")
 
 
 def op_names() -> tuple[str, ...]:
