@@ -320,6 +320,45 @@ def _common(dtype: str, op: str) -> dict:
     return {"op": op, "dtype": dtype, "backend": "torch"}
 
 
+#: the largest element offset 32-bit indexing addresses (TensorIterator's ``can_use_32bit_indexing``)
+INT32_MAX = 2**31 - 1
+#: reductions that run through TensorIterator's ``gpu_reduce_kernel`` (split like pointwise ops past 32-bit offsets);
+#: norms, softmax, scans, sort and topk have kernels of their own
+ITERATOR_REDUCTIONS = frozenset(("sum", "mean", "amax", "argmax", "var", "norm"))
+
+
+def _extent(t: TensorMeta) -> int:
+    """The furthest byte a tensor's elements reach from its first (stride-0 dims add nothing)."""
+    return sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride) if n > 1) * _itemsize(t)
+
+
+def _itemsize(t: TensorMeta) -> int:
+    return {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "bool": 1, "uint8": 1, "int8": 1}.get(
+        t.dtype, 2
+    )
+
+
+def iterator_pieces(tensors: list[TensorMeta]) -> int:
+    """How many kernels eager torch launches for one TensorIterator op: past 32-bit indexing (more than ``INT32_MAX``
+    elements, or an operand reaching past ``INT32_MAX`` bytes) ``with_32bit_indexing`` halves its largest dimension
+    until every piece fits. Measured on the H200: a 2**31-element fp32 broadcast multiply of Nemotron-H's Mamba
+    reference path ran as 4 kernels, its 2**30-element ones as 2, and their sums alike."""
+    numel = max((t.numel for t in tensors), default=0)
+    reach = max((_extent(t) for t in tensors), default=0)
+    pieces = 1
+    while numel / pieces > INT32_MAX or reach / pieces > INT32_MAX:
+        pieces *= 2
+    return pieces
+
+
+def _split(desc: dict, pieces: int, sizes: tuple[str, ...]) -> Lowered:
+    """``pieces`` kernels of ``desc``, the first of ``sizes`` that ``pieces`` divides shared among them."""
+    for size in sizes:
+        if desc[size] % pieces == 0 and desc[size] >= pieces:
+            return {**desc, size: desc[size] // pieces}
+    return {**desc, sizes[0]: max(1, desc[sizes[0]] // pieces)}
+
+
 def _pointwise(rec: OpRecord, fn: str) -> Lowered:
     out = rec.outputs[0]
     ins = [t for t in tensor_args(rec.args) + tensor_args(rec.kwargs) if t.numel > 1]
@@ -345,7 +384,16 @@ def _pointwise(rec: OpRecord, fn: str) -> Lowered:
     }
     if desc["broadcast_elements"] > 1 and out.numel % desc["broadcast_elements"]:
         desc["broadcast_elements"] = 1
-    return Lowered(rec.name, (desc,))
+    pieces = iterator_pieces([out, *ins])
+    if pieces == 1:
+        return Lowered(rec.name, (desc,))
+    piece = _split(desc, pieces, ("elements",))
+    if piece["broadcast_elements"] > 1 and piece["elements"] % piece["broadcast_elements"]:
+        piece["broadcast_elements"] = math.gcd(piece["elements"], piece["broadcast_elements"])
+    return Lowered(rec.name, (piece,) * pieces, assumption=_SPLIT_NOTE.format(pieces))
+
+
+_SPLIT_NOTE = "{} kernels: past 32-bit offsets torch's TensorIterator splits the op (its largest dimension halved)"
 
 
 #: dtypes of the 0-dim tensors torch wraps Python numbers in (on the host: their cast launches no kernel)
@@ -410,6 +458,11 @@ def _reduction(rec: OpRecord, name: str) -> Lowered:
         "k": k,
         "out_dtype": out_dtype if out_dtype in ("fp32", "bf16", "fp16") else dtype,
     }
+    pieces = iterator_pieces([x, *rec.outputs]) if fn in ITERATOR_REDUCTIONS else 1
+    if pieces > 1:  # the outer rows are the largest dimension of every such reduction these layers run
+        note = _SPLIT_NOTE.format(pieces)
+        return Lowered(rec.name, (_split(desc, pieces, ("outer", "inner", "reduce")),) * pieces,
+                       assumption="; ".join(n for n in (assumption, note) if n))  # fmt: skip
     return Lowered(rec.name, (desc,), assumption=assumption)
 
 

@@ -104,3 +104,17 @@ def test_eager_kernel_count_of_measured_graphs_with_a_two_dtype_where():
         assert len(p.kernels) == r.eager_kernels, r.task
         checked += 1
     assert checked >= 30
+
+
+def test_ops_past_32bit_offsets_run_as_the_pieces_tensoriterator_splits_them_into():
+    """Nemotron-H's Mamba reference path multiplies two broadcast fp32 tensors into 2**31 elements (8 GiB): on the H200
+    that ran as 4 multiply kernels and its sum as 4 reduce kernels, the 2**30-element ones as 2 each."""
+    a, b = meta(8, 1, 2048, 128, dtype=torch.float32), meta(8, 1024, 1, 128, dtype=torch.float32)  # 2**31 out
+    descs = lowered(lambda a, b: (a * b).sum(-1), a, b)
+    muls = [d for d in descs if d["op"] == "elementwise"]
+    sums = [d for d in descs if d["op"] == "reduction"]
+    assert len(muls) == 4 and {d["elements"] for d in muls} == {2**29}
+    assert len(sums) == 4 and {(d["outer"], d["reduce"], d["inner"]) for d in sums} == {(2**22, 128, 1)}
+    assert len(lowered(lambda a, b: a * b, a[:4], b[:4])) == 2
+    small = lowered(lambda a, b: (a * b).softmax(-1), a[:1], b[:1])  # 1 GiB: one kernel each
+    assert [d["op"] for d in small] == ["elementwise", "reduction"]

@@ -41,7 +41,7 @@ MOE = {
 }
 
 
-@pytest.mark.parametrize("op", ["gemm", "attention", "moe"])
+@pytest.mark.parametrize("op", ["gemm", "attention", "moe", "trsm", "conv"])
 def test_every_own_backend_is_registered(op):
     own = set(get_op(op).backends) - set(OUTSIDE_BACKENDS)
     assert set(WORKLOADS[op]) == own
@@ -221,6 +221,10 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
         "elementwise_wide",
         "elementwise_strided",
         "elementwise_strided_test",
+        "trsm",
+        "trsm_test",
+        "conv",
+        "conv_test",
     ],
 )
 def test_the_correctness_checks_small_description_is_valid(sweep):

@@ -32,4 +32,4 @@ def get_backend(op: str, name: str) -> Any:
     return table[name]
 
 
-from kernelcast.collect.workloads import attention, copy, elementwise, gemm, moe, reduction  # noqa: E402,F401 - registration
+from kernelcast.collect.workloads import attention, conv, copy, elementwise, gemm, moe, reduction, trsm  # noqa: E402,F401 - registration
