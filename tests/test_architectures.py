@@ -204,3 +204,13 @@ def test_convolutions_and_solves_the_families_do_not_cover_are_listed_with_why()
     assert not right.descs and "left=False" in right.unmapped
     left = lower(OpRecord("aten.linalg_solve_triangular.default", (a, a), {"upper": False}, (a,)), "H200")
     assert left.descs == ({"op": "trsm", "dtype": "fp32", "backend": "cublas", "n": 64, "nrhs": 64, "batch": 4},)
+
+
+def test_a_hybrid_models_prefill_step_is_answered_whole():
+    """`kernelcast model` answers a step only when every kernel is predicted: hybrid prefills were refused (their
+    depthwise convolution and triangular solves had no model) until the trsm and conv families."""
+    step = predict_model("qwen3_5_27b", gpu="H200", phase="prefill", batch=1, seq=512)
+    parts = dict(zip(step.parts["part"], step.parts["count"]))
+    assert parts == {"layer (dense, linear_attention)": 48, "layer (dense, full_attention)": 16,
+                     "embedding + norm + LM head": 1}  # fmt: skip
+    assert step.device_us > 0 and all(p.unmapped.empty for p in step.layers.values())
