@@ -75,6 +75,19 @@ CASES = (
         }
         for b in ("triton", "torch")
     ]
+    + [
+        {"op": "trsm", "backend": "cublas", "dtype": "fp32", "n": 64, "nrhs": 128, "batch": 96},
+        {
+            "op": "conv",
+            "backend": "torch",
+            "dtype": "bf16",
+            "batch": 2,
+            "channels": 256,
+            "length": 300,
+            "kernel": 4,
+            "padding": 3,
+        },
+    ]
 )
 
 

@@ -37,3 +37,15 @@ finish() {
   log "done, $(left)s left"
   cp "$W/call.log" "$OUT/"
 }
+# one compiled-layers pass of collect/fused_job.py: compiled <name> <layer set> <reserve_s> <workers> <stall_s>; its
+# rows go back as <name>_fused.jsonl.gz, the tail of its log as <name>_fused_job.log
+compiled() {
+  export TORCHINDUCTOR_CACHE_DIR=$PWD/$W/inductor_cache
+  log "start compiled $1 ($2, $4 workers, stall $5 s)"
+  timeout $(( $(budget "$3") + 45 )) python3 -m kernelcast.collect.fused_job --out "$W/$1" --layers 1000 \
+      --layer-models "$2" --workers "$4" --budget-s "$(budget $(( $3 + 15 )))" --grace-s 30 --stall-s "$5" 2>&1 \
+      | grep -v "Compiled module path" > "$W/$1.log"
+  log "end compiled $1: $(grep -c . "$W/$1/fused.jsonl") tasks, $(grep -c '"error"' "$W/$1/fused.jsonl") errors"
+  gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
+  tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
+}
