@@ -234,6 +234,15 @@ def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernel
     return body + t_fixed, bound
 
 
+def own_bound_latency(f: Mapping[str, np.ndarray], own_us: np.ndarray, own: str) -> tuple[np.ndarray, np.ndarray]:
+    """The analytical answer of a kernel bound by something of its own (``own_us``, what bounds it named ``own``: a
+    dependency chain, per-element work): that or its bytes at ``MEMORY_EFFICIENCY`` of HBM bandwidth, whichever is
+    slower, plus one kernel's fixed time; and which of the two bounds it."""
+    memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
+    bound = np.asarray([own, "memory"], dtype=object)[(memory > own_us).astype(np.intp)]
+    return np.maximum(own_us, memory) + kernel_floor_us(f["gpu_boost_clock_hz"]), bound
+
+
 def per_backend(table: Mapping[str, float], backend) -> np.ndarray:
     """A per-backend constant for each row."""
     backend = np.atleast_1d(np.asarray(backend, dtype=object))

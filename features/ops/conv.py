@@ -17,8 +17,8 @@ import numpy as np
 from kernelcast.features.common import (
     KERNEL_FLOOR_CYCLES,
     MEMORY_EFFICIENCY,
-    kernel_floor_us,
     lookup,
+    own_bound_latency,
     peak_per_row,
     roofline_floors,
 )
@@ -57,15 +57,9 @@ def conv_features(cols, gpu) -> dict[str, np.ndarray]:
     }
 
 
-_BOUNDS = np.asarray(["compute", "memory"], dtype=object)
-
-
 def conv_latency(cols, f) -> tuple[np.ndarray, np.ndarray]:
-    """The taps at ``TAP_CYCLES`` each over every SM, or the bytes at ``MEMORY_EFFICIENCY`` of HBM bandwidth where
-    that is slower, plus one kernel's fixed time."""
-    memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
-    body = np.maximum(f["taps_us"], memory)
-    return body + kernel_floor_us(f["gpu_boost_clock_hz"]), _BOUNDS[(memory > f["taps_us"]).astype(np.intp)]
+    """The taps at ``TAP_CYCLES`` each over every SM (``compute``), or the memory floor where slower."""
+    return own_bound_latency(f, f["taps_us"], "compute")
 
 
 SPEC = register(

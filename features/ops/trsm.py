@@ -18,9 +18,8 @@ import numpy as np
 
 from kernelcast.features.common import (
     KERNEL_FLOOR_CYCLES,
-    MEMORY_EFFICIENCY,
-    kernel_floor_us,
     lookup,
+    own_bound_latency,
     peak_per_row,
     roofline_floors,
     tile_waves,
@@ -61,16 +60,9 @@ def trsm_features(cols, gpu) -> dict[str, np.ndarray]:
     }
 
 
-#: what bounds an answer: the substitution's dependent steps (``latency``) or, past them, the memory floor
-_BOUNDS = np.asarray(["latency", "memory"], dtype=object)
-
-
 def trsm_latency(cols, f) -> tuple[np.ndarray, np.ndarray]:
-    """Waves of the substitution's dependent steps, or the bytes at ``MEMORY_EFFICIENCY`` of HBM bandwidth where that
-    is slower, plus one kernel's fixed time."""
-    memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
-    body = np.maximum(f["solve_us"], memory)
-    return body + kernel_floor_us(f["gpu_boost_clock_hz"]), _BOUNDS[(memory > f["solve_us"]).astype(np.intp)]
+    """Waves of the substitution's dependent steps (``latency``), or the memory floor where slower."""
+    return own_bound_latency(f, f["solve_us"], "latency")
 
 
 SPEC = register(
