@@ -226,12 +226,16 @@ def row_offsets(x: np.ndarray, op: str, conformal: Mapping[str, Any]) -> np.ndar
     return out
 
 
-def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> float:
-    columns, cats = _matrix_columns(op), categories(op)
+@functools.cache
+def _group_slice(op: str, name: str) -> tuple[int, tuple[str, ...]]:
+    """Where a one-hot group starts in ``op``'s matrix, and its categories."""
+    values = categories(op)[name]
+    return _matrix_columns(op).index(f"{name}={values[0]}"), values
 
+
+def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> float:
     def value(name: str) -> str | None:
-        values = cats[name]
-        first = columns.index(f"{name}={values[0]}")
+        first, values = _group_slice(op, name)
         block = row[first : first + len(values)]
         return values[int(block.argmax())] if block.any() else None
 
@@ -325,6 +329,8 @@ def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> P
 
 def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
     """Each row's config (canonical JSON or None) has only key values seen in training (None: no config, in family)."""
+    if getattr(configs, "shape", None) == (1,) and not isinstance(configs[0], str):  # one row without a config
+        return np.ones(1, dtype=bool)
     configs = np.atleast_1d(np.asarray(configs, dtype=object))
     texts = [c if isinstance(c, str) else "" for c in configs]
     if not any(texts):  # no row has a config: all in family
