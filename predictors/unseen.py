@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kernelcast.features.gpu import get_gpu
+from kernelcast.features.ops import get_op
 
 SUFFIX = ".unseen.json"
 KEYS = ("op", "split", "dtypes", "folds", "pooled", "data_fingerprint")
@@ -54,6 +55,12 @@ def _nvidia(gpu: str) -> bool:
     return get_gpu(gpu).vendor == "nvidia"
 
 
+@functools.cache
+def _major(gpu: str) -> int | None:
+    capability = get_gpu(gpu).cuda_capability
+    return capability[0] if capability else None
+
+
 class UnseenGpuModel:
     """The learned model answering GPUs it never saw for a (backend, dtype) it knows (predictor contract)."""
 
@@ -65,6 +72,17 @@ class UnseenGpuModel:
         covered = model.manifest["covered"]
         self._known = frozenset(c.split("|", 1)[1] for c in covered)  # "backend|dtype" seen on some GPU
         self._covered = frozenset(covered)
+        #: "backend|dtype" -> the compute capabilities (major) of the GPUs it was measured on
+        self._measured_on: dict[str, set] = {}
+        for c in covered:
+            gpu, key = c.split("|", 1)
+            self._measured_on.setdefault(key, set()).add(_major(gpu))
+        self._same_arch = get_op(model.op).unseen_same_arch
+
+    def _arch_measured(self, gpu: str, key: str) -> bool:
+        """Whether the family may answer ``gpu`` for ``key`` ("backend|dtype"): anywhere, or for a family whose
+        kernels differ per architecture only where a GPU of its compute capability was measured."""
+        return not self._same_arch or _major(gpu) in self._measured_on.get(key, ())
 
     @property
     def name(self) -> str:
@@ -107,6 +125,7 @@ class UnseenGpuModel:
                 and f"{b}|{d}" in self._known
                 and d in self.summary["dtypes"]
                 and _nvidia(g)
+                and self._arch_measured(g, f"{b}|{d}")
                 and self._beats_analytical(g)
                 for g, b, d in zip(gpu, backend, dtype)
             ),
@@ -119,6 +138,21 @@ class UnseenGpuModel:
             values = np.asarray(cols[col], dtype=np.float64)
             ok = ok & (values >= lo) & (values <= hi)
         return ok
+
+    def notes(self, op: str, cols: Mapping[str, Any]) -> list[str]:
+        """What one row's answer should also say: why a GPU this family's kernels were not measured on the architecture
+        of gets no learned answer."""
+        gpu, backend, dtype = (str(np.atleast_1d(cols[c])[0]) for c in ("gpu", "backend", "dtype"))
+        key = f"{backend}|{dtype}"
+        if f"{gpu}|{key}" in self._covered or key not in self._known or not _nvidia(gpu):
+            return []
+        if self._arch_measured(gpu, key):
+            return []
+        measured = ", ".join(f"sm_{m}x" for m in sorted(m for m in self._measured_on[key] if m is not None))
+        return [
+            f"no learned answer on {gpu}: {backend} {dtype} was measured on {measured} only, and {op}'s library "
+            "kernels differ per architecture (benchmarks/RESULTS.md §33)"
+        ]
 
     def predict_columns(self, op: str, cols, features) -> dict[str, np.ndarray]:
         p50, _, _ = self.model.predict({**cols, **features})

@@ -62,3 +62,20 @@ def test_a_bad_summary_file_is_an_error_naming_it(tmp_path):
     with pytest.raises(ValueError, match="gemm.unseen.json: missing keys"):
         unseen.read_summary("gemm", tmp_path)
     assert unseen.read_summary("attention", tmp_path) is None
+
+
+ATTENTION = unseen.summary_path("attention", learned.MODEL_DIR)
+
+
+@pytest.mark.skipif(not ATTENTION.exists(), reason="no shipped attention leave-one-GPU-out summary")
+def test_attention_on_an_unseen_gpu_is_learned_only_on_a_measured_architecture():
+    """SDPA's flash and cuDNN rows were measured on the H200 (sm_90): the H100 gets the learned answer from its spec,
+    a Blackwell GPU the analytical one with the reason (attention's library kernels differ per architecture)."""
+    desc = {"op": "attention", "gpu": "H100", "dtype": "bf16", "backend": "flash", "batch": 8, "heads_q": 32}
+    desc.update(heads_kv=8, seq_q=2048, seq_kv=2048, head_dim=128, causal=True)
+    h100 = predict_latency(desc)
+    assert h100.model.endswith(":unseen-gpu") and "leave-one-GPU-out" in h100.assumptions
+    b200 = predict_latency({**desc, "gpu": "B200"})
+    assert b200.model == "analytical" and "measured on sm_9x only" in b200.assumptions
+    gemm = {"op": "gemm", "gpu": "B200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096}
+    assert predict_latency(gemm).model.endswith(":unseen-gpu")  # GEMM's summary answers any architecture

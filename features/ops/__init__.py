@@ -57,6 +57,10 @@ class OpSpec:
     #: features, learned_features and scale are written in ``features.num``: one description's Python numbers in, its
     #: Python numbers out (``predict_latency``'s fast path), as well as columns
     scalar_features: bool = False
+    #: the learned model answers a GPU no row of a (backend, dtype) was measured on only where one of the same compute
+    #: capability was (``predictors/unseen.py``): for families whose library kernels differ per architecture in ways the
+    #: leave-one-GPU-out study over the outside tables' native kernels does not see
+    unseen_same_arch: bool = False
     desc_type: type = None  # the frozen description class (made by ``register``)
 
     def all_fields(self) -> tuple[str, ...]:

@@ -463,6 +463,9 @@ SPEC = register(
         # them (``shared_skips_own``): on a shape-held-out fold of the training rows flash 2.43 -> 2.06%, cuDNN 3.37
         # -> 2.69%, Triton 5.19 -> 4.05%; on a config-held-out fold Triton 7.29 -> 6.58% (RESULTS §25). Own trees
         # beside shared trees fitted on every row were worse on the fourth Triton test set (12.9 -> 14.8%)
+        # SDPA's flash backend is PyTorch's FlashAttention-2 on mma.sync on every target: its share of the peak differs
+        # per architecture unlike TRT-LLM's native kernels, which the leave-one-GPU-out study transfers (RESULTS §33)
+        unseen_same_arch=True,
         train_params={
             "max_depth": 8,
             "n_estimators": 800,
