@@ -405,8 +405,8 @@ SPEC = register(
         # in a config-held-out split of the training rows (benchmarks/RESULTS.md §19). Triton rows get trees of their
         # own and the shared trees (aiconfigurator's backends, torch) are fitted without them: on a config-held-out fold
         # of the training rows 5.15 -> 4.65%, on a shape-held-out fold 4.43 -> 3.73% (RESULTS §25)
-        # our Triton fused-MoE kernel and torch's expert loop are not the TRT-LLM MoE kernels the leave-one-GPU-out study
-        # transfers across architectures (RESULTS §33)
+        # our Triton fused-MoE kernel and torch's expert loop are not the TRT-LLM MoE kernels the leave-one-GPU-out
+        # study transfers across architectures (RESULTS §33)
         unseen_same_arch=True,
         train_params={
             "max_depth": 6,
