@@ -351,7 +351,7 @@ def iterator_pieces(tensors: list[TensorMeta]) -> int:
     return pieces
 
 
-def _split(desc: dict, pieces: int, sizes: tuple[str, ...]) -> Lowered:
+def _split(desc: dict, pieces: int, sizes: tuple[str, ...]) -> dict:
     """``pieces`` kernels of ``desc``, the first of ``sizes`` that ``pieces`` divides shared among them."""
     for size in sizes:
         if desc[size] % pieces == 0 and desc[size] >= pieces:
