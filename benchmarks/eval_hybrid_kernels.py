@@ -66,11 +66,7 @@ def measured_kernels() -> pd.DataFrame:
 
 
 def predict(frame: pd.DataFrame) -> np.ndarray:
-    out = np.empty(len(frame))
-    for _, part in frame.groupby("family"):
-        descs = [{**d, "gpu": "H200"} for d in part["desc"]]
-        out[part.index] = predict_many(descs)["latency_us"].to_numpy()
-    return out
+    return predict_many([{**d, "gpu": "H200"} for d in frame["desc"]])["latency_us"].to_numpy()
 
 
 def fitted_constants(frame: pd.DataFrame) -> dict[str, float]:

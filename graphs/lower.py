@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelcast.features.fields import canonical_dtype
+from kernelcast.features.fields import DTYPE_BYTES, canonical_dtype
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.moe import DISTRIBUTION_RE
 from kernelcast.graphs.capture import OpRecord, TensorMeta
@@ -332,10 +332,15 @@ def _extent(t: TensorMeta) -> int:
     return sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride) if n > 1) * _itemsize(t)
 
 
-def _itemsize(t: TensorMeta) -> int:
-    return {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "bool": 1, "uint8": 1, "int8": 1}.get(
-        t.dtype, 2
-    )
+#: bytes of the element types the feature tables (``fields.DTYPE_BYTES``) do not list
+_OTHER_ITEMSIZE = {"float64": 8, "complex64": 8, "uint8": 1}
+
+
+def _itemsize(t: TensorMeta) -> float:
+    try:
+        return DTYPE_BYTES[canonical_dtype(t.dtype)]
+    except (KeyError, ValueError):
+        return _OTHER_ITEMSIZE.get(t.dtype, 2)
 
 
 def iterator_pieces(tensors: list[TensorMeta]) -> int:

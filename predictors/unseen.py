@@ -70,13 +70,13 @@ class UnseenGpuModel:
         self.model = model
         self.summary = summary
         covered = model.manifest["covered"]
-        self._known = frozenset(c.split("|", 1)[1] for c in covered)  # "backend|dtype" seen on some GPU
         self._covered = frozenset(covered)
-        #: "backend|dtype" -> the compute capabilities (major) of the GPUs it was measured on
+        #: "backend|dtype" seen on some GPU -> the compute capabilities (major) of the GPUs it was measured on
         self._measured_on: dict[str, set] = {}
         for c in covered:
             gpu, key = c.split("|", 1)
             self._measured_on.setdefault(key, set()).add(_major(gpu))
+        self._known = frozenset(self._measured_on)
         self._same_arch = get_op(model.op).unseen_same_arch
 
     def _arch_measured(self, gpu: str, key: str) -> bool:
@@ -142,6 +142,8 @@ class UnseenGpuModel:
     def notes(self, op: str, cols: Mapping[str, Any]) -> list[str]:
         """What one row's answer should also say: why a GPU this family's kernels were not measured on the architecture
         of gets no learned answer."""
+        if not self._same_arch:  # every architecture is answered: nothing to say (predict_latency's hot path)
+            return []
         gpu, backend, dtype = (str(np.atleast_1d(cols[c])[0]) for c in ("gpu", "backend", "dtype"))
         key = f"{backend}|{dtype}"
         if f"{gpu}|{key}" in self._covered or key not in self._known or not _nvidia(gpu):
