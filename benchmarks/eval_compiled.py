@@ -72,7 +72,8 @@ def layer_rows(frame: pd.DataFrame | None = None) -> list[dict]:
         key = (r.model, tp)
         if key not in models:
             models[key] = layers.build_model(layers.shard(layers.load_config(r.model), tp))
-        call = layers.layer_call(models[key], r.phase, batch, seq, context)
+        how = layers.replay_inputs(getattr(r, "layer_inputs", None))
+        call = layers.layer_call(models[key], r.phase, batch, seq, context, how)
         fn, tensors = layers.functional_layer(call)
         t0 = time.time()
         try:

@@ -50,7 +50,8 @@ def measured_kernels() -> pd.DataFrame:
             key = (r["model"], r["tp"])
             if key not in models:
                 models[key] = layers.build_model(layers.shard(layers.load_config(r["model"]), r["tp"]))
-            call = layers.layer_call(models[key], r["phase"], r["batch"], r["seq"], r["context"])
+            how = layers.replay_inputs(r.get("layer_inputs"))
+            call = layers.layer_call(models[key], r["phase"], r["batch"], r["seq"], r["context"], how)
             ops = [op for op in capture(call.fn, call.args, call.kwargs).ops if op.name.split(".")[1] in KERNELS]
             for family, mark in KERNELS.values():
                 times = [us for k, us in listed if mark in k]

@@ -76,7 +76,9 @@ def predictions(data: Path = DATA) -> list[dict]:
         key = (r["model"], r["tp"])
         if key not in models:
             models[key] = layers.build_model(layers.shard(layers.load_config(r["model"]), r["tp"]))
-        call = layers.layer_call(models[key], r["phase"], r["batch"], r["seq"], r["context"])
+        call = layers.layer_call(
+            models[key], r["phase"], r["batch"], r["seq"], r["context"], layers.replay_inputs(r.get("layer_inputs"))
+        )
         cap = capture(call.fn, call.args, call.kwargs)
         probe = statistics.median(r["eager"]["host_probe_us"])
         eager = predict_capture(cap, "H200", host_probe_us=probe)

@@ -160,7 +160,7 @@ def _build(task: dict, device: str = "cuda"):
         call.fn(*call.args, **call.kwargs)
         call.after()
 
-    return fn, tensors, eager, {}
+    return fn, tensors, eager, {"layer_inputs": call.inputs}
 
 
 def _kernel_meta(names: list[str]) -> dict:

@@ -136,6 +136,7 @@ def task_row(row: dict) -> dict:
         "batch": row.get("batch"),
         "seq": row.get("seq"),
         "context": row.get("context"),
+        "layer_inputs": row.get("layer_inputs"),
         "graph_source": row.get("source"),
         "graph_inputs": json.dumps(row.get("inputs")) if row.get("inputs") else None,
         "device_us": statistics.median(row["device_us"]) if row.get("device_us") else None,

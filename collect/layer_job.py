@@ -222,6 +222,7 @@ def run_layers(out: Path, budget_s: float, t0: float, model_set: str = "fit") ->
             try:
                 with torch.no_grad():
                     call = layers.layer_call(model, p["phase"], p["batch"], p["seq"], p["context"])
+                    row["layer_inputs"] = call.inputs  # how the layer's inputs were made (features.layers.INPUTS)
 
                     def eager(call=call):
                         call.fn(*call.args, **call.kwargs)

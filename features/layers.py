@@ -115,6 +115,8 @@ def one_layer(cfg: dict[str, Any], dense: bool = False, per_layer: tuple = ()) -
         out["mlp_only_layers"] = [0] if dense else []
     if "decoder_sparse_step" in cfg:
         out["decoder_sparse_step"] = 1
+    if "interleave_moe_layer_step" in cfg or "moe_layers" in cfg:  # Llama 4: the MoE layers' indices
+        out["moe_layers"] = [] if dense else [0]
     out.update({key: [value] for key, value in per_layer})
     return out
 
@@ -139,6 +141,10 @@ class LayerKind(NamedTuple):
     per_layer: tuple = ()  # (key, value) of the per-layer lists that differ between layers (layer_types, ...)
 
 
+#: config lists of layer indices (not one value per layer), whatever their length: Llama 4's MoE layers
+INDEX_LISTS = ("moe_layers",)
+
+
 def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
     """The kinds of layer a whole model has, in order of first appearance: dense or MoE (DeepSeek's first
     ``first_k_dense_replace`` layers, Qwen's ``mlp_only_layers``) times the values of the config's per-layer lists
@@ -148,14 +154,18 @@ def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
     full = config.to_dict()
     total = config.num_hidden_layers
     varying = [
-        k for k, v in full.items() if isinstance(v, list) and len(v) == total and len({json.dumps(x) for x in v}) > 1
+        k
+        for k, v in full.items()
+        if isinstance(v, list) and len(v) == total and len({json.dumps(x) for x in v}) > 1 and k not in INDEX_LISTS
     ]
     moe = is_moe(cfg)
     first_dense = int(cfg.get("first_k_dense_replace") or 0)
     mlp_only = set(cfg.get("mlp_only_layers") or ())
+    moe_only = set(full["moe_layers"]) if isinstance(full.get("moe_layers"), list) else None
     counts: dict[tuple, int] = {}
     for i in range(total):
-        key = (moe and (i < first_dense or i in mlp_only), tuple((k, full[k][i]) for k in varying))
+        dense = i < first_dense or i in mlp_only or (moe_only is not None and i not in moe_only)
+        key = (moe and dense, tuple((k, full[k][i]) for k in varying))
         counts[key] = counts.get(key, 0) + 1
     return [
         LayerKind(", ".join(["dense" if dense or not moe else "moe", *(str(v) for _, v in per)]), n, dense, per)
@@ -173,15 +183,27 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
     # grouped_mm experts for MoE where the architecture lets one choose (Llama 4 has its own); SDPA where it has it
     options = [{"experts_implementation": "grouped_mm"}, {}] if is_moe(cfg) else [{}]
     options = [dict(o, attn_implementation=a) for a in ("sdpa", "eager") for o in options]
-    with torch.device(device):
-        for i, extra in enumerate(options):
-            try:
-                # a fresh config each try: a failed one leaves its choices on the config
-                model = transformers.AutoModelForCausalLM.from_config(hf_config(small), dtype=torch.bfloat16, **extra)
-                break
-            except ValueError as exc:
-                if i == len(options) - 1 or "does not support" not in str(exc):
-                    raise
+
+    def make(config: dict[str, Any]):
+        with torch.device(device):
+            for i, extra in enumerate(options):
+                try:
+                    # a fresh config each try: a failed one leaves its choices on the config
+                    return transformers.AutoModelForCausalLM.from_config(
+                        hf_config(config), dtype=torch.bfloat16, **extra
+                    )
+                except ValueError as exc:
+                    if i == len(options) - 1 or "does not support" not in str(exc):
+                        raise
+
+    model = make(small)
+    built = model.config.to_dict()
+    if any(built.get(key, [value])[0] != value for key, value in per_layer):
+        # the config class fixed its last (only) layer's kind (Gemma 4's last layer is full attention): two layers,
+        # the first the kind asked for, the second what the class wants last
+        two = {k: v * 2 if isinstance(v, list) and len(v) == 1 else v for k, v in small.items()}
+        two.update({key: [value, built[key][0]] for key, value in per_layer}, num_hidden_layers=2)
+        model = make(two)
     return model.eval()
 
 
@@ -206,6 +228,7 @@ class LayerCall:
     after: Callable[[], None]
     tokens: int  # tokens this call processes (batch × query length)
     cache_key: str = "past_key_values"  # the keyword the layer takes its KV cache by
+    inputs: str = "layer"  # how its inputs were made (``INPUTS``; a fallback says why)
 
 
 def _decoder_layers(model) -> tuple[str, Any]:
@@ -234,6 +257,63 @@ def final_norm(model):
         if type(module).__name__.endswith("Norm") and not name.startswith(inside + ".")
     ]
     return norms[-1] if norms else None
+
+
+#: how a layer call's inputs besides the hidden states are made: ``model``, as the model's own forward passes them to
+#: its first layer (attention masks — sliding windows, chunks, a sparse indexer's causal mask —, rotary tables,
+#: per-layer inputs); ``layer``, built here (no mask: SDPA's causal path; the rotary table the model computes), what
+#: every layer set measured before the eighteenth session was called with
+INPUTS = ("model", "layer")
+
+
+def replay_inputs(recorded: Any) -> str:
+    """The ``inputs`` that replay a measured layer row: what its ``layer_inputs`` says (a fallback's note dropped), or
+    ``layer`` for rows without one (every layer measured before the eighteenth session)."""
+    if not isinstance(recorded, str) or not recorded:
+        return "layer"
+    how = recorded.split()[0]
+    if how not in INPUTS:
+        raise ValueError(f"layer_inputs must start with one of {', '.join(INPUTS)}; got {recorded!r}")
+    return how
+
+
+class _Reached(Exception):
+    """Raised by the hook on a model's first layer: its inputs are taken and the forward stops there."""
+
+
+def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tuple[tuple, dict]:
+    """(args, kwargs) the base model's forward on ``hidden`` (as input embeddings) at ``positions`` passes to
+    ``layer``: a forward pre-hook takes them and stops the forward before the layer runs. The hidden states come first
+    and alone as an argument; everything else by keyword (the cache under ``cache_key``)."""
+    import inspect
+
+    reached: dict = {}
+
+    def take(module, args, kwargs):
+        reached["bound"] = inspect.signature(module.forward).bind(*args, **kwargs)
+        raise _Reached
+
+    handle = layer.register_forward_pre_hook(take, with_kwargs=True)
+    position_ids = positions[None].expand(hidden.shape[0], -1)
+    try:
+        model.base_model(inputs_embeds=hidden, position_ids=position_ids, past_key_values=cache, use_cache=True)
+    except _Reached:
+        pass
+    finally:
+        handle.remove()
+    if "bound" not in reached:
+        raise ValueError(f"{type(model).__name__}'s forward never called its first layer")
+    params = inspect.signature(layer.forward).parameters
+    kwargs = {}
+    for name, value in reached["bound"].arguments.items():
+        if params[name].kind is params[name].VAR_KEYWORD:
+            kwargs.update(value)
+        elif params[name].kind is not params[name].VAR_POSITIONAL:
+            kwargs[name] = value
+    if kwargs.get(cache_key) is not cache:
+        raise ValueError(f"{type(model).__name__}'s forward did not pass the cache to its first layer as {cache_key}")
+    first = next(iter(params))
+    return (kwargs.pop(first),), kwargs
 
 
 def _layer_inputs(model, layer, hidden, positions, cache, cache_key: str) -> dict:
@@ -269,8 +349,24 @@ def _layer_inputs(model, layer, hidden, positions, cache, cache_key: str) -> dic
     return kwargs
 
 
-def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> LayerCall:
-    """Layer 0 of ``model`` on ``batch`` × ``seq`` new tokens (decode: seq=1) after ``context`` cached ones."""
+def _inputs(model, layer, hidden, positions, cache, cache_key: str, inputs: str) -> tuple[tuple, dict, str]:
+    """(args, kwargs, how they were made) of one layer call (``INPUTS``). A model whose own forward cannot reach its
+    first layer here (a one-layer hybrid whose only layer keeps a recurrent state has no attention layer to size its
+    mask from) gets the ``layer`` inputs, and the third item says so."""
+    if inputs == "model":
+        try:
+            return (*_model_inputs(model, layer, hidden, positions, cache, cache_key), "model")
+        except Exception as exc:  # noqa: BLE001 - any failure of the model's own forward: the inputs built here
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            how = f"layer (the model's forward did not reach its first layer: {why[:200]})"
+    else:
+        how = "layer"
+    return (hidden,), _layer_inputs(model, layer, hidden, positions, cache, cache_key), how
+
+
+def layer_call(model, phase: str, batch: int, seq: int, context: int = 0, inputs: str = "model") -> LayerCall:
+    """Layer 0 of ``model`` on ``batch`` × ``seq`` new tokens (decode: seq=1) after ``context`` cached ones, with the
+    other inputs made as ``inputs`` says (``INPUTS``)."""
     import inspect
 
     import torch
@@ -278,6 +374,8 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
 
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs must be one of {', '.join(INPUTS)}; got {inputs!r}")
     for name, value, lo in (("batch", batch, 1), ("seq", seq, 1), ("context", context, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
             raise ValueError(f"{name} must be an integer >= {lo}; got {value!r}")
@@ -300,9 +398,9 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
     hidden = mk(batch, seq, model.config.hidden_size, device=dev, dtype=dtype)
     cache = DynamicCache(config=model.config)
     if context:
-        shapes = _cached_shapes(model, layer, hidden, cache_key)
+        shapes = _cached_shapes(model, layer, hidden, cache_key, inputs)
         if shapes is None:  # a recurrent layer (linear attention, SSM): fixed-size state, primed by one token
-            _one_token(model, layer, hidden, cache, cache_key)
+            _one_token(model, layer, hidden, cache, cache_key, inputs)
         else:
             keys, values = shapes
             cache.update(
@@ -311,8 +409,8 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0) -> Lay
                 0,
             )
     positions = torch.arange(context, context + seq, device=dev)
-    kwargs = _layer_inputs(model, layer, hidden, positions, cache, cache_key)
-    return LayerCall(layer, (hidden,), kwargs, _restore(cache, seq), batch * seq, cache_key)
+    args, kwargs, how = _inputs(model, layer, hidden, positions, cache, cache_key, inputs)
+    return LayerCall(layer, args, kwargs, _restore(cache, seq), batch * seq, cache_key, how)
 
 
 def position_table_rows(model, layer) -> int | None:
@@ -328,23 +426,24 @@ def position_table_rows(model, layer) -> int | None:
     return None
 
 
-def _one_token(model, layer, hidden, cache, cache_key: str) -> None:
+def _one_token(model, layer, hidden, cache, cache_key: str, inputs: str) -> None:
     """One token through ``layer`` into ``cache`` (position 0), without gradients."""
     import torch
 
     one = hidden[:, :1]
     with torch.no_grad():
-        layer(one, **_layer_inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key))
+        args, kwargs, _ = _inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key, inputs)
+        layer(*args, **kwargs)
 
 
-def _cached_shapes(model, layer, hidden, cache_key: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """The shapes of what ``layer`` caches for one token, (batch, heads, 1, key dim) and the values': read from a
     one-token call into a scratch cache, so every architecture's own layout comes out (MQA's one head, MLA's
     compressed latent and rotary key). None for a layer that keeps a recurrent state instead of keys and values."""
     from transformers import DynamicCache
 
     scratch = DynamicCache(config=model.config)
-    _one_token(model, layer, hidden, scratch, cache_key)
+    _one_token(model, layer, hidden, scratch, cache_key, inputs)
     cached = scratch.layers[0]
     if getattr(cached, "keys", None) is None:
         return None

@@ -9,7 +9,7 @@ reason, never dropped.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,8 @@ POINTWISE = {
     **dict.fromkeys(("div", "div_", "reciprocal", "reciprocal_", "floor_divide", "remainder", "fmod"), "div"),
     **dict.fromkeys(("neg", "neg_"), "neg"),
     **dict.fromkeys(("abs", "abs_"), "abs"),
+    # rounding: a cheap unary as abs is (one read, one write, one instruction; Llama 4's attention temperature)
+    **dict.fromkeys("floor floor_ ceil ceil_ round round_ trunc trunc_".split(), "abs"),
     **dict.fromkeys("clamp clamp_ clamp_min clamp_max relu relu_ hardtanh maximum minimum fmax fmin".split(), "clamp"),
     **dict.fromkeys(("where", "masked_fill", "masked_fill_"), "where"),
     **dict.fromkeys(("exp", "exp_"), "exp"),
@@ -364,9 +366,22 @@ def _split(desc: dict, pieces: int, sizes: tuple[str, ...]) -> dict:
     return {**desc, sizes[0]: max(1, desc[sizes[0]] // pieces)}
 
 
+def _as_real(t: TensorMeta) -> TensorMeta:
+    """A complex64 tensor as the fp32 pairs it is in memory (``view_as_real``); any other tensor as it is."""
+    if t.dtype != "complex64":
+        return t
+    return replace(t, shape=(*t.shape, 2), stride=(*(2 * s for s in t.stride), 1), dtype="float32")
+
+
+_COMPLEX_NOTE = "complex64 predicted as its fp32 pairs (the same bytes; a complex multiply's extra flops not counted)"
+
+
 def _pointwise(rec: OpRecord, fn: str) -> Lowered:
     out = rec.outputs[0]
     ins = [t for t in tensor_args(rec.args) + tensor_args(rec.kwargs) if t.numel > 1]
+    if any(t.dtype == "complex64" for t in (out, *ins)):  # Llama 4's rotary: a complex multiply
+        real = _pointwise(replace(rec, args=tuple(map(_as_real, ins)), kwargs={}, outputs=(_as_real(out),)), fn)
+        return replace(real, assumption="; ".join(a for a in (real.assumption, _COMPLEX_NOTE) if a))
     if fn == "fill":
         ins = []
     full = [t for t in ins if t.numel == out.numel]

@@ -20,11 +20,11 @@ from kernelcast.graphs.predict import predict_module  # noqa: E402
 ARCH = Path(__file__).resolve().parent.parent / "datasets" / "layers" / "kernelcast_h200_sxm_20261204_arch_layers.jsonl"
 
 
-def _measured(model, phase, batch, seq, context) -> float:
+def _measured(model, phase, batch, seq, context) -> dict:
     for line in ARCH.read_text().splitlines():
         r = json.loads(line)
         if (r["model"], r["phase"], r["batch"], r["seq"], r["context"]) == (model, phase, batch, seq, context):
-            return statistics.median(r["eager"]["device_us"])
+            return r
     raise KeyError(model)
 
 
@@ -40,10 +40,11 @@ def _measured(model, phase, batch, seq, context) -> float:
 )
 def test_other_architectures_layers_are_near_the_h200_measurement(model, phase, batch, seq, context):
     m = layers.build_model(layers.load_config(model))
-    call = layers.layer_call(m, phase, batch, seq, context)
+    record = _measured(model, phase, batch, seq, context)
+    call = layers.layer_call(m, phase, batch, seq, context, layers.replay_inputs(record.get("layer_inputs")))
     p = predict_module(call.fn, call.args, call.kwargs, gpu="H200")
     call.after()
-    measured = _measured(model, phase, batch, seq, context)
+    measured = statistics.median(record["eager"]["device_us"])
     assert abs(p.device_us / measured - 1) < 0.25, (p.device_us, measured)
 
 
@@ -174,12 +175,12 @@ def test_a_hybrid_prefill_maps_its_triangular_solves_and_depthwise_convolutions(
     depthwise kernel): once unmapped, 12-15% of these layers' device time; now each kernel is near the H200's own.
     (Nemotron's layer stays under by a quarter: its Mamba scan's reference path, not these kernels.)"""
     m = layers.build_model(layers.load_config(model))
-    call = layers.layer_call(m, "prefill", 1, 2048, 0)
+    rows = [json.loads(line) for line in ARCH.read_text().splitlines()]
+    record = next(r for r in rows if (r["model"], r["phase"], r["seq"]) == (model, "prefill", 2048))
+    call = layers.layer_call(m, "prefill", 1, 2048, 0, layers.replay_inputs(record.get("layer_inputs")))
     p = predict_module(call.fn, call.args, call.kwargs, gpu="H200")
     call.after()
     assert p.unmapped.empty, p.unmapped[["aten_op", "note"]]
-    rows = [json.loads(line) for line in ARCH.read_text().splitlines()]
-    record = next(r for r in rows if (r["model"], r["phase"], r["seq"]) == (model, "prefill", 2048))
     for family, mark, count in (("trsm", "batch_trsm_left_kernel", solves), ("conv", "conv_depthwise", 1)):
         measured = [us for name, us in record["eager"]["kernel_list"] if mark in name]
         predicted = p.kernels.loc[p.kernels["family"] == family, "latency_us"].tolist()
@@ -214,3 +215,58 @@ def test_a_hybrid_models_prefill_step_is_answered_whole():
     assert parts == {"layer (dense, linear_attention)": 48, "layer (dense, full_attention)": 16,
                      "embedding + norm + LM head": 1}  # fmt: skip
     assert step.device_us > 0 and all(p.unmapped.empty for p in step.layers.values())
+
+
+def test_layers_take_the_inputs_their_model_passes():
+    """GLM-5's (and DeepSeek-V3.2's) sparse indexer reads the causal mask its model makes, which a layer called without
+    one has not: `inputs="layer"` fails on meta tensors where `inputs="model"` (the default) takes the bool mask, the
+    rotary tables and the cache from the model's own forward and the whole step is answered."""
+    cfg = layers.load_config("glm5")
+    dense = layers.layer_kinds(cfg)[0]
+    m = layers.build_model(cfg, dense=dense.dense, per_layer=dense.per_layer)
+    call = layers.layer_call(m, "decode", 2, 1, 300)
+    assert call.inputs == "model" and call.args[0].shape == (2, 1, m.config.hidden_size)
+    mask = call.kwargs["attention_mask"]
+    assert mask.dtype == torch.bool and tuple(mask.shape) == (2, 1, 1, 301)
+    assert call.kwargs[call.cache_key].get_seq_length() == 300
+    with pytest.raises(Exception, match="NoneType"):
+        bare = layers.layer_call(m, "decode", 2, 1, 300, inputs="layer")
+        predict_module(bare.fn, bare.args, bare.kwargs, gpu="H200")
+    step = predict_model("glm5", gpu="H200", phase="prefill", batch=1, seq=256)
+    assert step.device_us > 0 and all(p.unmapped.empty for p in step.layers.values())
+    assert any("explicit attn_mask" in a for a in step.assumptions)
+    with pytest.raises(ValueError, match="inputs must be one of model, layer; got 'meta'"):
+        layers.layer_call(m, "prefill", 1, 8, inputs="meta")
+    # a model whose forward cannot reach its layer on meta tensors (OPT's .item()) gets the inputs built here: said
+    opt = layers.layer_call(layers.build_model(layers.load_config("opt_6_7b")), "prefill", 1, 16)
+    assert opt.inputs.startswith("layer (the model's forward did not reach its first layer")
+
+
+def test_measured_rows_replay_the_inputs_they_were_measured_with():
+    assert layers.replay_inputs(None) == "layer"  # every row measured before the inputs were recorded
+    assert layers.replay_inputs("model") == "model"
+    assert layers.replay_inputs("layer (the model's forward did not reach its first layer: ...)") == "layer"
+    with pytest.raises(ValueError, match="layer_inputs must start with one of model, layer; got 'eager'"):
+        layers.replay_inputs("eager")
+
+
+def test_llama4_and_gemma4_layer_kinds():
+    """Llama 4 lists its MoE layers by index (`moe_layers`, every other one for Maverick), not one value per layer;
+    Gemma 4's config forces a model's last layer to full attention, so its sliding kind is built as the first of two."""
+    maverick = layers.layer_kinds(layers.load_config("llama4_maverick"))
+    # every fourth layer full attention without RoPE (3, 7, ...), every other one MoE (1, 3, ...)
+    assert {k.name: k.count for k in maverick} == {"dense, 1, chunked_attention": 24, "moe, 1, chunked_attention": 12,
+                                                   "moe, 0, full_attention": 12}  # fmt: skip
+    scout = layers.layer_kinds(layers.load_config("llama4_scout"))
+    assert not any(k.dense for k in scout) and sum(k.count for k in scout) == 48
+    kind = next(k for k in maverick if k.dense)
+    m = layers.build_model(layers.load_config("llama4_maverick"), dense=kind.dense, per_layer=kind.per_layer)
+    assert type(layers.decoder_layer(m).feed_forward).__name__ == "Llama4TextMLP"
+    gemma = layers.load_config("gemma4_26b_a4b")
+    sliding = next(k for k in layers.layer_kinds(gemma) if "sliding" in k.name)
+    g = layers.build_model(gemma, dense=sliding.dense, per_layer=sliding.per_layer)
+    assert g.config.layer_types[0] == "sliding_attention" and layers.decoder_layer(g).self_attn.is_sliding
+    # Llama 4's rotary is a complex multiply: lowered as its fp32 pairs, not unmapped
+    step = predict_model("llama4_scout", gpu="H200", phase="decode", batch=4, context=512)
+    assert all(p.unmapped.empty for p in step.layers.values())
+    assert any("complex64 predicted as its fp32 pairs" in a for a in step.assumptions)

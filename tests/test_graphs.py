@@ -93,9 +93,9 @@ def _measured(model, phase, batch, seq, context):
 )
 def test_hf_layer_prediction_is_near_the_h200_measurement(model, phase, batch, seq, context):
     m = layers.build_model(layers.load_config(model))
-    call = layers.layer_call(m, phase, batch, seq, context)
-    p = predict_module(call.fn, call.args, call.kwargs, gpu="H200")
     r = _measured(model, phase, batch, seq, context)
+    call = layers.layer_call(m, phase, batch, seq, context, layers.replay_inputs(r.get("layer_inputs")))
+    p = predict_module(call.fn, call.args, call.kwargs, gpu="H200")
     measured = statistics.median(r["eager"]["device_us"])
     assert p.unmapped.empty
     assert abs(p.device_us / measured - 1) < 0.2, (p.device_us, measured)
@@ -110,8 +110,8 @@ def test_the_host_probe_scales_a_launch_bound_layer_to_its_measured_span():
     """A decode layer at batch 1 is launch-bound: its span follows the host's speed, which the probe beside each
     measured repeat records; predicted with its own probe, the wall lands near the measured span."""
     m = layers.build_model(layers.load_config("mistral_7b_v0_3"))
-    call = layers.layer_call(m, "decode", 1, 1, 512)
     r = _measured("mistral_7b_v0_3", "decode", 1, 1, 512)
+    call = layers.layer_call(m, "decode", 1, 1, 512, layers.replay_inputs(r.get("layer_inputs")))
     probe = statistics.median(r["eager"]["host_probe_us"])
     p = predict_module(call.fn, call.args, call.kwargs, gpu="H200", host_probe_us=probe)
     call.after()
