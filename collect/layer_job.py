@@ -90,6 +90,28 @@ ARCH3_DECODE = ((8, 1000), (32, 2500), (96, 300))
 #: strided cat's run, sliced pointwise inputs, masked_fill's clone, balanced routing's distinct experts)
 ARCH4_PREFILL = ((1, 1200), (4, 700))
 ARCH4_DECODE = ((4, 4000), (16, 600), (64, 1200))
+#: a fifth set (eighteenth session), the first measured with the inputs each model's own forward passes its layers
+#: (``features.layers.INPUTS``): the architectures that need them (Llama 4's chunked attention and complex rotary,
+#: Gemma 4, GLM-5's and DeepSeek-V3.2's sparse indexer) and those whose inputs changed with them (Gemma 3's sliding
+#: window past 1,024 tokens, Falcon's and GPT-J's masks, GPT-OSS's and MiMo's eager attention now masked)
+ARCH5_MODELS = tuple(
+    (name, 1)
+    for name in (
+        "llama4_scout",
+        "llama4_maverick",
+        "gemma4_26b_a4b",
+        "gemma4_31b",
+        "glm5",
+        "deepseek_v3_2",
+        "gemma3_4b",
+        "falcon_7b",
+        "gptj_6b",
+        "gpt_oss_20b",
+        "mimo_v2_flash",
+    )
+)
+ARCH5_PREFILL = ((1, 1500), (2, 1900))
+ARCH5_DECODE = ((8, 1500), (32, 1900))
 #: --models: (models, prefill (batch, seq) points, decode (batch, context) points)
 MODEL_SETS = {
     "fit": (MODELS, POINTS_PREFILL, POINTS_DECODE),
@@ -97,6 +119,7 @@ MODEL_SETS = {
     "arch2": (ARCH2_MODELS, ARCH2_PREFILL, ARCH2_DECODE),
     "arch3": (ARCH3_MODELS, ARCH3_PREFILL, ARCH3_DECODE),
     "arch4": (ARCH3_MODELS, ARCH4_PREFILL, ARCH4_DECODE),
+    "arch5": (ARCH5_MODELS, ARCH5_PREFILL, ARCH5_DECODE),
 }
 
 

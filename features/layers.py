@@ -174,8 +174,10 @@ def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
 
 
 def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, per_layer: tuple = ()):
-    """A 1-layer causal LM of ``cfg`` in bf16 with SDPA attention (grouped_mm experts for MoE), on ``device``; an
-    architecture transformers has no SDPA path for keeps its own attention (``attention_path`` says which)."""
+    """A 1-layer causal LM of ``cfg`` (a multimodal model's text model without a causal-LM class: its base model) in
+    bf16 with SDPA attention (grouped_mm experts for MoE), on ``device``; an architecture transformers has no SDPA path
+    for keeps its own attention (``attention_path`` says which). Where the config class fixes the last layer's kind,
+    two layers, the first the kind asked for."""
     import torch
     import transformers
 
@@ -185,26 +187,50 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
     options = [dict(o, attn_implementation=a) for a in ("sdpa", "eager") for o in options]
 
     def make(config: dict[str, Any]):
+        # the text model of a multimodal one that transformers has no causal-LM class for (Qwen3-VL's text config):
+        # its base model, whose layers, rotary tables and final norm are the same (graphs/model.py puts the LM head
+        # on it); any other config stays with the causal-LM class, which names the config class it does not know
+        kind = type(hf_config(config))
+        text_only = kind not in transformers.AutoModelForCausalLM._model_mapping and kind.__name__.endswith(
+            "TextConfig"
+        )
+        auto = transformers.AutoModel if text_only else transformers.AutoModelForCausalLM
         with torch.device(device):
             for i, extra in enumerate(options):
                 try:
                     # a fresh config each try: a failed one leaves its choices on the config
-                    return transformers.AutoModelForCausalLM.from_config(
-                        hf_config(config), dtype=torch.bfloat16, **extra
-                    )
+                    return auto.from_config(hf_config(config), dtype=torch.bfloat16, **extra)
                 except ValueError as exc:
                     if i == len(options) - 1 or "does not support" not in str(exc):
                         raise
 
+    two = {k: v * 2 if isinstance(v, list) and len(v) == 1 else v for k, v in small.items()}
+    two["num_hidden_layers"] = 2
+    lead = [(key, LEAD_KINDS[key, value]) for key, value in per_layer if (key, value) in LEAD_KINDS]
+    if lead:  # a kind that reuses what an earlier layer computes: built after one, and layer 1 is the one asked for
+        two.update({key: [value, value] for key, value in per_layer})
+        two.update({key: [first, dict(per_layer)[key]] for key, first in lead})
+        model = make(two)
+        model.kernelcast_layer_index = 1
+        return model.eval()
     model = make(small)
     built = model.config.to_dict()
     if any(built.get(key, [value])[0] != value for key, value in per_layer):
         # the config class fixed its last (only) layer's kind (Gemma 4's last layer is full attention): two layers,
         # the first the kind asked for, the second what the class wants last
-        two = {k: v * 2 if isinstance(v, list) and len(v) == 1 else v for k, v in small.items()}
-        two.update({key: [value, built[key][0]] for key, value in per_layer}, num_hidden_layers=2)
+        two.update({key: [value, built[key][0]] for key, value in per_layer})
         model = make(two)
     return model.eval()
+
+
+#: (per-layer key, value) of a layer kind that reuses what an earlier layer of another kind computed, and that kind:
+#: GLM-5.2's "shared" sparse-attention layers take the top-k indices of the last "full" indexer layer
+LEAD_KINDS = {("indexer_types", "shared"): "full"}
+
+
+def layer_index(model) -> int:
+    """Which decoder layer of a model ``build_model`` made is the one asked for (1 where a lead layer comes first)."""
+    return getattr(model, "kernelcast_layer_index", 0)
 
 
 def attention_path(model) -> str | None:
@@ -229,6 +255,7 @@ class LayerCall:
     tokens: int  # tokens this call processes (batch × query length)
     cache_key: str = "past_key_values"  # the keyword the layer takes its KV cache by
     inputs: str = "layer"  # how its inputs were made (``INPUTS``; a fallback says why)
+    cache_index: int = 0  # the layer's entry in the cache (``layer_index``)
 
 
 def _decoder_layers(model) -> tuple[str, Any]:
@@ -243,8 +270,8 @@ def _decoder_layers(model) -> tuple[str, Any]:
 
 
 def decoder_layer(model):
-    """Layer 0 of a causal LM's decoder (``_decoder_layers``)."""
-    return _decoder_layers(model)[1][0]
+    """The decoder layer asked for of a model ``build_model`` made (``layer_index``: layer 0 but after a lead)."""
+    return _decoder_layers(model)[1][layer_index(model)]
 
 
 def final_norm(model):
@@ -282,7 +309,7 @@ class _Reached(Exception):
 
 
 def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tuple[tuple, dict]:
-    """(args, kwargs) the base model's forward on ``hidden`` (as input embeddings) at ``positions`` passes to
+    """(args, kwargs) the base model's forward on token ids (``hidden``'s batch and length) at ``positions`` passes to
     ``layer``: a forward pre-hook takes them and stops the forward before the layer runs. The hidden states come first
     and alone as an argument; everything else by keyword (the cache under ``cache_key``)."""
     import inspect
@@ -293,10 +320,16 @@ def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tup
         reached["bound"] = inspect.signature(module.forward).bind(*args, **kwargs)
         raise _Reached
 
+    import torch
+
     handle = layer.register_forward_pre_hook(take, with_kwargs=True)
     position_ids = positions[None].expand(hidden.shape[0], -1)
+    # token ids, not embeddings: some layers route by them (DeepSeek-V4's hash-routed experts); random on a GPU
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = torch.randint(vocab, hidden.shape[:2], device=hidden.device) if hidden.device.type != "meta" else None
+    ids = torch.zeros(hidden.shape[:2], dtype=torch.long, device=hidden.device) if ids is None else ids
     try:
-        model.base_model(inputs_embeds=hidden, position_ids=position_ids, past_key_values=cache, use_cache=True)
+        model.base_model(input_ids=ids, position_ids=position_ids, past_key_values=cache, use_cache=True)
     except _Reached:
         pass
     finally:
@@ -397,20 +430,22 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0, inputs
     mk = torch.empty if dev.type == "meta" else torch.randn
     hidden = mk(batch, seq, model.config.hidden_size, device=dev, dtype=dtype)
     cache = DynamicCache(config=model.config)
+    index = layer_index(model)
     if context:
         shapes = _cached_shapes(model, layer, hidden, cache_key, inputs)
         if shapes is None:  # a recurrent layer (linear attention, SSM): fixed-size state, primed by one token
             _one_token(model, layer, hidden, cache, cache_key, inputs)
         else:
             keys, values = shapes
-            cache.update(
-                mk(*keys[:2], context, keys[3], device=dev, dtype=dtype),
-                mk(*values[:2], context, values[3], device=dev, dtype=dtype),
-                0,
-            )
+            for i in range(index + 1):  # a lead layer holds the same context (its keys are shaped alike)
+                cache.update(
+                    mk(*keys[:2], context, keys[3], device=dev, dtype=dtype),
+                    mk(*values[:2], context, values[3], device=dev, dtype=dtype),
+                    i,
+                )
     positions = torch.arange(context, context + seq, device=dev)
     args, kwargs, how = _inputs(model, layer, hidden, positions, cache, cache_key, inputs)
-    return LayerCall(layer, args, kwargs, _restore(cache, seq), batch * seq, cache_key, how)
+    return LayerCall(layer, args, kwargs, _restore(cache, seq, index), batch * seq, cache_key, how, index)
 
 
 def position_table_rows(model, layer) -> int | None:
@@ -444,17 +479,17 @@ def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> tuple[t
 
     scratch = DynamicCache(config=model.config)
     _one_token(model, layer, hidden, scratch, cache_key, inputs)
-    cached = scratch.layers[0]
+    cached = scratch.layers[layer_index(model)]
     if getattr(cached, "keys", None) is None:
         return None
     return tuple(cached.keys.shape), tuple(cached.values.shape)
 
 
-def _restore(cache, seq: int) -> Callable[[], None]:
+def _restore(cache, seq: int, index: int = 0) -> Callable[[], None]:
     """Return the cache to its state before the call without launching a kernel: the prefilled (contiguous) keys and
     values themselves, not a cropped view of the grown ones — a view is strided, and the next call's cat of a
     strided cache runs several times slower than decode's real cat of a contiguous one."""
-    layer = cache.layers[0]
+    layer = cache.layers[index]
     if not hasattr(layer, "keys"):  # a recurrent state: its size, so the next call's cost, does not grow
         return lambda: None
     if not getattr(layer, "is_initialized", False):  # prefill: drop what the call appended, if it ran
@@ -491,7 +526,7 @@ def functional_layer(call: LayerCall) -> tuple[Callable, list]:
     state = dict(module.named_parameters()) | dict(module.named_buffers())
     names = list(state)
     cache = call.kwargs[call.cache_key]
-    layer = cache.layers[0]
+    layer = cache.layers[call.cache_index]
     held, held_spec = pytree.tree_flatten(dict(vars(layer)))  # the cache layer's attributes, tensors among them
     held_slots = [i for i, leaf in enumerate(held) if isinstance(leaf, torch.Tensor)]
     kwargs = {k: v for k, v in call.kwargs.items() if k != call.cache_key}

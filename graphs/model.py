@@ -179,10 +179,12 @@ def _head(
 
     norm = layers.final_norm(model)
 
+    out = model.get_output_embeddings()  # None on a base model (layers.build_model): a bias-free vocab projection
+
     def head():
         h = F.embedding(ids, emb) if tp > 1 else model.get_input_embeddings()(ids)
         h = h if norm is None else norm(h)
-        return F.linear(h[:, -1:, :], lm) if tp > 1 else model.get_output_embeddings()(h[:, -1:, :])
+        return F.linear(h[:, -1:, :], lm) if tp > 1 or out is None else out(h[:, -1:, :])
 
     return predict_module(head, gpu=gpu, cuda_graph=cuda_graph, host_probe_us=host_probe_us)
 

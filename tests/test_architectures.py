@@ -270,3 +270,25 @@ def test_llama4_and_gemma4_layer_kinds():
     step = predict_model("llama4_scout", gpu="H200", phase="decode", batch=4, context=512)
     assert all(p.unmapped.empty for p in step.layers.values())
     assert any("complex64 predicted as its fp32 pairs" in a for a in step.assumptions)
+
+
+def test_layers_that_need_an_earlier_layer_or_the_token_ids_are_answered():
+    """GLM-5.2's "shared" sparse-attention layers reuse the top-k indices the last "full" indexer layer computed: built
+    after one (layer 1 of two, its own cache entry), they launch no indexer kernels. DeepSeek-V4 routes some experts by
+    token id, so layers are called through their model's forward on token ids. Qwen3-VL's text model has no causal-LM
+    class in transformers: its base model, with the LM head added."""
+    cfg = layers.load_config("glm5_2")
+    shared = next(k for k in layers.layer_kinds(cfg) if "shared" in k.name)
+    m = layers.build_model(cfg, dense=shared.dense, per_layer=shared.per_layer)
+    assert layers.layer_index(m) == 1 and m.config.indexer_types == ["full", "shared"]
+    call = layers.layer_call(m, "decode", 2, 1, 128)
+    assert call.cache_index == 1 and call.kwargs["prev_topk_indices"] is not None
+    assert call.kwargs[call.cache_key].layers[1].keys.shape[-2] == 128
+    step = predict_model("glm5_2", gpu="H200", phase="decode", batch=2, context=256)
+    kernels = {name: len(p.kernels) for name, p in step.layers.items()}
+    assert kernels["moe, sparse, shared"] < kernels["moe, sparse, full"]
+    for name in ("deepseek_v4_flash", "qwen3_vl_8b"):
+        step = predict_model(name, gpu="H200", phase="decode", batch=2, context=256)
+        assert step.device_us > 0 and all(p.unmapped.empty for p in step.layers.values()), name
+    vl = layers.build_model(layers.load_config("qwen3_vl_8b"))
+    assert type(vl).__name__ == "Qwen3VLTextModel" and vl.get_output_embeddings() is None

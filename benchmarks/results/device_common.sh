@@ -24,21 +24,36 @@ measure() {
   log "end $1 rc=$? $(tail -n 2 "$W/$1.log" | tr '\n' ' ')"
   tar czf "$OUT/$1.tar.gz" -C "$W" "$1" "$1.log"
 }
-# the GPU tests on this tree; their log goes back as gpu_tests.log
+# the GPU tests on this tree; their log goes back as gpu_tests.log (in logs.tar.gz with FINISH_LOGS=tar)
 gpu_tests() {
   log "start gpu tests"
   python3 -m pytest -q -x tests/test_gpu_workloads.py > "$W/gpu_tests.log" 2>&1
   log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
-  cp "$W/gpu_tests.log" "$OUT/"
+  [ "${FINISH_LOGS:-}" = tar ] || cp "$W/gpu_tests.log" "$OUT/"
 }
-# the GPU's state, the time left, and the call log back
+# eager layers of one model set of collect/layer_job.py: layerset <name> <set> <budget_s>; its rows go back as
+# <name>_layers.jsonl, its log into logs.tar.gz
+layerset() {
+  log "start layers $1 ($2, budget $3 s)"
+  timeout $(( $3 + 120 )) python3 -m kernelcast.collect.layer_job --out "$W/$1" --parts layers --models "$2" \
+      --budget-s "$3" > "$W/$1_layers.log" 2>&1
+  log "end layers $1 rc=$? $(grep -c . "$W/$1/layers.jsonl") rows, $(grep -c '"error"' "$W/$1/layers.jsonl") errors"
+  cp "$W/$1/layers.jsonl" "$OUT/$1_layers.jsonl"
+}
+# the GPU's state, the time left, and the call log back (with every other log of the call in logs.tar.gz when
+# FINISH_LOGS=tar, for calls that return more than eight files otherwise)
 finish() {
   gpu_state
   log "done, $(left)s left"
-  cp "$W/call.log" "$OUT/"
+  if [ "${FINISH_LOGS:-}" = tar ]; then
+    (cd "$W" && tar czf "$OUT/logs.tar.gz" call.log ./*.log)
+  else
+    cp "$W/call.log" "$OUT/"
+  fi
 }
 # one compiled-layers pass of collect/fused_job.py: compiled <name> <layer set> <reserve_s> <workers> <stall_s>; its
-# rows go back as <name>_fused.jsonl.gz, the tail of its log as <name>_fused_job.log
+# rows go back as <name>_fused.jsonl.gz, the tail of its log as <name>_fused_job.log (its whole log in logs.tar.gz with
+# FINISH_LOGS=tar)
 compiled() {
   export TORCHINDUCTOR_CACHE_DIR=$PWD/$W/inductor_cache
   log "start compiled $1 ($2, $4 workers, stall $5 s)"
@@ -47,5 +62,5 @@ compiled() {
       | grep -v "Compiled module path" > "$W/$1.log"
   log "end compiled $1: $(grep -c . "$W/$1/fused.jsonl") tasks, $(grep -c '"error"' "$W/$1/fused.jsonl") errors"
   gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
-  tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
+  [ "${FINISH_LOGS:-}" = tar ] || tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
 }
