@@ -63,12 +63,28 @@ def canonical(cfg: dict[str, Any]) -> dict[str, Any]:
     if isinstance(text, dict) and isinstance(text.get("model_type"), str) and "num_hidden_layers" not in cfg:
         # a multimodal model (Qwen3-VL, Qwen3.5, Gemma 4, Llama 4): its language model is what decodes
         cfg = {k: v for k, v in text.items() if k not in DROPPED_KEYS}
+    cfg = _by_architecture(cfg)
     aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
     out = dict(cfg)
     for standard, own in aliases.items():
         if own in out and standard not in out:
             out[standard] = out.pop(own)
     return out
+
+
+def _by_architecture(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` with the model type of the transformers class its ``architectures`` names, where transformers does not
+    know its own model type but has that class (Kimi-K2's ``kimi_k2`` is a ``DeepseekV3ForCausalLM``)."""
+    import transformers
+
+    if cfg["model_type"] in transformers.CONFIG_MAPPING:
+        return cfg
+    for name in cfg.get("architectures") or ():
+        cls = getattr(transformers, name, None) if isinstance(name, str) and name.isidentifier() else None
+        model_type = getattr(getattr(cls, "config_class", None), "model_type", None)
+        if model_type in transformers.CONFIG_MAPPING:
+            return {**cfg, "model_type": model_type}
+    return cfg
 
 
 def is_moe(cfg: dict[str, Any]) -> bool:
@@ -122,14 +138,24 @@ def one_layer(cfg: dict[str, Any], dense: bool = False, per_layer: tuple = ()) -
 
 
 def hf_config(cfg: dict[str, Any]):
-    """``cfg`` as its transformers config object; a config transformers rejects is a ValueError saying why."""
+    """``cfg`` as its transformers config object; a config transformers rejects is a ValueError saying why. Keys go
+    back under the config class's own names (``canonical`` renamed them): the class migrates legacy values only
+    there (Nemotron-3 Ultra's ``layers_block_type`` of "mamba" and "attention" layers)."""
     import transformers
 
+    aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
+    own = {aliases.get(k, k) if aliases.get(k) not in cfg else k: v for k, v in cfg.items()}
     try:
-        return transformers.AutoConfig.for_model(**cfg)
+        return transformers.AutoConfig.for_model(**own)
     except (ValueError, TypeError, AttributeError) as exc:
         cause = exc.__cause__ or exc
         raise ValueError(f"model config ({cfg['model_type']}) rejected by transformers: {cause}") from None
+
+
+def config_values(config) -> dict[str, Any]:
+    """A transformers config's values (``to_dict``) under the standard names ``canonical`` uses."""
+    standard = {own: std for std, own in (getattr(type(config), "attribute_map", None) or {}).items()}
+    return {standard.get(k, k): v for k, v in config.to_dict().items()}
 
 
 class LayerKind(NamedTuple):
@@ -151,7 +177,7 @@ def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
     (as transformers completes the config) that are not the same for every layer: Gemma's and GPT-OSS's sliding and
     full attention ``layer_types``, the linear-attention layers of hybrid models."""
     config = hf_config(cfg)
-    full = config.to_dict()
+    full = config_values(config)
     total = config.num_hidden_layers
     varying = [
         k
@@ -214,7 +240,7 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
         model.kernelcast_layer_index = 1
         return model.eval()
     model = make(small)
-    built = model.config.to_dict()
+    built = config_values(model.config)
     if any(built.get(key, [value])[0] != value for key, value in per_layer):
         # the config class fixed its last (only) layer's kind (Gemma 4's last layer is full attention): two layers,
         # the first the kind asked for, the second what the class wants last

@@ -292,3 +292,21 @@ def test_layers_that_need_an_earlier_layer_or_the_token_ids_are_answered():
         assert step.device_us > 0 and all(p.unmapped.empty for p in step.layers.values()), name
     vl = layers.build_model(layers.load_config("qwen3_vl_8b"))
     assert type(vl).__name__ == "Qwen3VLTextModel" and vl.get_output_embeddings() is None
+
+
+def test_a_config_is_handed_to_transformers_under_its_own_keys():
+    """Nemotron-3 Ultra's config names its layers "mamba" and "attention" under `layers_block_type`, which its config
+    class migrates only under that key, not under the standard `layer_types` kernelcast reads."""
+    cfg = layers.load_config("nemotron3_ultra_550b")
+    assert "layer_types" in cfg and "mamba" in cfg["layer_types"]  # canonical: the standard key, the Hub's values
+    kinds = {k.name: k.count for k in layers.layer_kinds(cfg)}
+    assert kinds == {"moe, linear_attention": 48, "moe, moe": 48, "moe, full_attention": 12}
+    step = predict_model("nemotron3_ultra_550b", gpu="H200", phase="decode", batch=2, context=256)
+    assert all(p.unmapped.empty for p in step.layers.values())
+
+
+def test_an_unknown_model_type_is_read_as_the_class_its_config_names():
+    kimi = layers.canonical({"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168})
+    assert kimi["model_type"] == "deepseek_v3" and kimi["hidden_size"] == 7168
+    with pytest.raises(ValueError, match="model_type must be an architecture transformers .* knows; got 'mimo'"):
+        layers.canonical({"model_type": "mimo", "architectures": ["MiMoForCausalLM"]})  # custom code on the Hub only
