@@ -178,7 +178,12 @@ def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
     full attention ``layer_types``, the linear-attention layers of hybrid models."""
     config = hf_config(cfg)
     full = config_values(config)
-    total = config.num_hidden_layers
+    total = full.get("num_hidden_layers")
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        raise ValueError(
+            f"model config ({cfg['model_type']}) must give num_hidden_layers, its decoder's layer count (a multimodal "
+            f"config: in a text_config with its own model_type); got {total!r}"
+        )
     varying = [
         k
         for k, v in full.items()
@@ -229,6 +234,11 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
                 except ValueError as exc:
                     if i == len(options) - 1 or "does not support" not in str(exc):
                         raise
+                except (KeyError, AttributeError, TypeError) as exc:  # transformers' own code on a config it lacks
+                    raise ValueError(
+                        f"model config ({config['model_type']}) cannot be built by transformers "
+                        f"{transformers.__version__}: {type(exc).__name__}: {exc}"
+                    ) from None
 
     two = {k: v * 2 if isinstance(v, list) and len(v) == 1 else v for k, v in small.items()}
     two["num_hidden_layers"] = 2

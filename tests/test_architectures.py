@@ -310,3 +310,11 @@ def test_an_unknown_model_type_is_read_as_the_class_its_config_names():
     assert kimi["model_type"] == "deepseek_v3" and kimi["hidden_size"] == 7168
     with pytest.raises(ValueError, match="model_type must be an architecture transformers .* knows; got 'mimo'"):
         layers.canonical({"model_type": "mimo", "architectures": ["MiMoForCausalLM"]})  # custom code on the Hub only
+
+
+def test_configs_transformers_cannot_build_are_errors_naming_the_config():
+    with pytest.raises(ValueError, match=r"model config \(qwen3_vl\) must give num_hidden_layers"):
+        layers.layer_kinds(layers.canonical({"model_type": "qwen3_vl"}))  # a multimodal config without its text model
+    small = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128}
+    with pytest.raises(ValueError, match=r"model config \(llama\) cannot be built by transformers .*KeyError: 'situ'"):
+        layers.build_model(layers.canonical({"model_type": "llama", "hidden_act": "situ", **small}))  # Kimi-K3's
