@@ -67,6 +67,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 cuda_graph=args.cuda_graph,
                 routing=_routing(args.routing),
                 host_probe_us=args.host_probe_us,
+                mode=args.mode,
             )
             out.append(_mapped(p))
     if args.json:
@@ -75,7 +76,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     for p in out:
         print(
             f"{p.model} on {p.gpu}: {p.phase}, batch {p.batch} x {p.seq} tokens, context {p.context}, tp {p.tp}, "
-            f"{'CUDA graph' if p.cuda_graph else 'eager'}"
+            f"{p.mode}{', CUDA graph' if p.cuda_graph else ''}"
         )
         print(_fmt(p.parts))
         print(
@@ -111,6 +112,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
                 tp=args.tp,
                 cuda_graph=args.cuda_graph,
                 host_probe_us=args.host_probe_us,
+                mode=args.mode,
             )
             for kind, wp in _mapped(p).layers.items():
                 rows.append(
@@ -133,7 +135,7 @@ def cmd_layer(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{args.model}, one decoder layer, bf16, tp={args.tp}, context={args.context}, "
-        f"{'CUDA graph' if args.cuda_graph else 'eager'} (kernel by kernel: `kernelcast model --kernels`)"
+        f"{args.mode}{', CUDA graph' if args.cuda_graph else ''} (kernel by kernel: `kernelcast model --kernels`)"
     )
     print(_fmt(pd.DataFrame(rows)))
     return 0
@@ -278,6 +280,15 @@ def _host_probe_arg(p) -> None:
     )
 
 
+def _mode_arg(p) -> None:
+    p.add_argument(
+        "--mode",
+        default="eager",
+        choices=("eager", "compile"),
+        help="compile: each layer as torch.compile (Inductor) compiles it on an NVIDIA GPU (the head stays eager)",
+    )
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("model", help="predict one step of a whole model (prefill or decode) from its HF config")
     p.add_argument(
@@ -290,6 +301,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--context", type=int, default=0, help="tokens already in the KV cache (decode)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (adds 2 all_reduces per layer)")
     p.add_argument("--cuda-graph", action="store_true", help="CUDA-graph replay: no host launch cost")
+    _mode_arg(p)
     p.add_argument("--kernels", action="store_true", help="also print each layer kind's kernel table")
     _host_probe_arg(p)
     p.add_argument(
@@ -308,6 +320,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--gpus", default="H200,B200,MI300X")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
     p.add_argument("--cuda-graph", action="store_true")
+    _mode_arg(p)
     _host_probe_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_layer)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from kernelcast.features import layers
 from kernelcast.features.gpu import get_gpu
-from kernelcast.graphs.predict import WorkloadPrediction, predict_module
+from kernelcast.graphs.predict import MODES, WorkloadPrediction, predict_module
 from kernelcast.predictors.dispatch import predict_latency
 
 
@@ -39,6 +39,7 @@ class ModelPrediction:
     tokens_per_s: float
     layers: dict[str, WorkloadPrediction] = field(repr=False, default_factory=dict)
     assumptions: tuple[str, ...] = ()
+    mode: str = "eager"  # eager, or compile: each layer as Inductor compiles it (graphs.predict.MODES)
 
     def to_dict(self) -> dict[str, Any]:
         keys = (
@@ -50,6 +51,7 @@ class ModelPrediction:
             "context",
             "tp",
             "cuda_graph",
+            "mode",
             "device_us",
             "wall_us",
             "low_us",
@@ -83,13 +85,23 @@ def predict_model(
     cuda_graph: bool = False,
     routing: Any = "balanced",
     host_probe_us: float | None = None,
+    mode: str = "eager",
 ) -> ModelPrediction:
     """One forward step of ``model`` (a shipped config name, a config.json path, or a config dict) on ``gpu``.
 
     prefill: ``batch`` sequences of ``seq`` tokens into an empty cache; decode: ``batch`` × ``seq`` (default 1) new
     tokens against ``context`` cached ones. ``tp`` shards heads and FFN over that many GPUs and adds two all_reduces
     per layer. The LM head computes the last token's logits per sequence, as generation does. ``routing``: how MoE
-    layers' experts share their rows (``predict_module``'s); ``host_probe_us``: the host's speed (as there)."""
+    layers' experts share their rows (``predict_module``'s); ``host_probe_us``: the host's speed (as there).
+    ``mode="compile"``: each layer kind as ``torch.compile`` (Inductor) compiles it on an NVIDIA GPU — its fused
+    kernels and extern GEMMs and attention — found from the code Inductor writes here; the embedding, final norm and LM
+    head stay eager (their LM head GEMM is the same extern kernel compiled)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if mode == "compile" and routing != "balanced":
+        raise ValueError(
+            f"routing must be 'balanced' with mode='compile' (compiled experts are predicted so); got {routing!r}"
+        )
     if phase not in layers.PHASES:
         raise ValueError(f"phase must be one of {', '.join(layers.PHASES)}; got {phase!r}")
     seq = 1 if seq is None and phase == "decode" else seq
@@ -107,19 +119,27 @@ def predict_model(
     for kind in kinds:
         m = layers.build_model(sharded, dense=kind.dense, per_layer=kind.per_layer)
         call = layers.layer_call(m, phase, batch, seq, context)
-        p = predict_module(
-            call.fn,
-            call.args,
-            call.kwargs,
-            gpu=gpu_name,
-            cuda_graph=cuda_graph,
-            routing=routing,
-            host_probe_us=host_probe_us,
-        )
+        if mode == "compile":
+            fn, tensors = layers.functional_layer(call)
+            p = predict_module(
+                fn, tuple(tensors), gpu=gpu_name, mode=mode, cuda_graph=cuda_graph, host_probe_us=host_probe_us
+            )
+        else:
+            p = predict_module(
+                call.fn,
+                call.args,
+                call.kwargs,
+                gpu=gpu_name,
+                cuda_graph=cuda_graph,
+                routing=routing,
+                host_probe_us=host_probe_us,
+            )
         preds[kind.name] = p
         notes += [a for a in (*p.assumptions, layers.attention_path(m)) if a and a not in notes]
         rows.append(_workload_part(f"layer ({kind.name})", kind.count, p))
     head = _head(m, sharded, gpu_name, batch, seq, cuda_graph, tp, host_probe_us)
+    if mode == "compile":
+        notes.append("compile: the embedding, final norm and LM head predicted eager")
     rows.append(_workload_part("embedding + norm + LM head", 1, head))
     if tp > 1:
         hidden_bytes = batch * seq * cfg["hidden_size"] * 2
@@ -143,6 +163,7 @@ def predict_model(
         context=context,
         tp=tp,
         cuda_graph=cuda_graph,
+        mode=mode,
         parts=parts,
         tokens_per_s=tokens / (tot["wall_us"] * 1e-6),
         layers=preds,

@@ -119,3 +119,27 @@ def test_the_fusion_cli_prints_a_table_and_json(capsys, tmp_path):
     assert got["speedup"] > 1 and got["compile_kernels"] < got["eager_kernels"] and got["regions"]
     assert main([*argv, "--options", "[1]"]) == 2
     assert "--options must be a JSON object" in capsys.readouterr().err
+
+
+def test_a_whole_model_step_compiled(capsys):
+    """predict_model(mode="compile"): each layer kind as Inductor compiles it (fewer kernels, less device time than
+    eager: the norms, RoPE and activations fused), the head eager; the CLI says which mode answered."""
+    from kernelcast.graphs.model import predict_model
+
+    eager = predict_model("llama3_8b", gpu="H200", phase="prefill", batch=1, seq=256)
+    compiled = predict_model("llama3_8b", gpu="H200", phase="prefill", batch=1, seq=256, mode="compile")
+    (e_layer, c_layer) = (p.parts.iloc[0] for p in (eager, compiled))
+    assert compiled.mode == "compile" and c_layer["count"] == e_layer["count"] == 32
+    assert c_layer["kernels"] < e_layer["kernels"] and c_layer["device_us"] < e_layer["device_us"]
+    assert compiled.parts.iloc[-1]["device_us"] == eager.parts.iloc[-1]["device_us"]  # the head: eager in both
+    assert any("LM head predicted eager" in a for a in compiled.assumptions)
+    assert (
+        main(["model", "--model", "llama3_8b", "--phase", "prefill", "--seq", "256", "--mode", "compile", "--json"])
+        == 0
+    )
+    (answer,) = json.loads(capsys.readouterr().out)
+    assert answer["mode"] == "compile" and answer["device_us"] == pytest.approx(compiled.device_us)
+    with pytest.raises(ValueError, match="mode must be one of eager, compile; got 'jit'"):
+        predict_model("llama3_8b", gpu="H200", phase="decode", context=16, mode="jit")
+    with pytest.raises(ValueError, match="routing must be 'balanced' with mode='compile'"):
+        predict_model("mixtral_8x7b", gpu="H200", phase="decode", context=16, mode="compile", routing="power_law_1")
