@@ -178,7 +178,7 @@ def layer_kinds(cfg: dict[str, Any]) -> list[LayerKind]:
     full attention ``layer_types``, the linear-attention layers of hybrid models."""
     config = hf_config(cfg)
     full = config_values(config)
-    total = full.get("num_hidden_layers")
+    total = getattr(config, "num_hidden_layers", None)  # a property on some (Nemotron-H: its layer list's length)
     if isinstance(total, bool) or not isinstance(total, int) or total < 1:
         raise ValueError(
             f"model config ({cfg['model_type']}) must give num_hidden_layers, its decoder's layer count (a multimodal "
