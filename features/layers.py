@@ -64,6 +64,10 @@ def canonical(cfg: dict[str, Any]) -> dict[str, Any]:
         # a multimodal model (Qwen3-VL, Qwen3.5, Gemma 4, Llama 4): its language model is what decodes
         cfg = {k: v for k, v in text.items() if k not in DROPPED_KEYS}
     cfg = _by_architecture(cfg)
+    text_class = (getattr(_config_class(cfg["model_type"]), "sub_configs", None) or {}).get("text_config")
+    if text_class is not None and "text_config" not in cfg and "hidden_size" in cfg:
+        # a multimodal model's config written flat, with its text model's fields (Step-3.7's): that text model's
+        cfg = {**cfg, "model_type": text_class.model_type}
     aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
     out = dict(cfg)
     for standard, own in aliases.items():
@@ -109,9 +113,16 @@ def shard(cfg: dict[str, Any], tp: int) -> dict[str, Any]:
     if "kv_lora_rank" not in cfg:  # pin the head size before the head count changes (MLA sizes its heads itself)
         out["head_dim"] = cfg.get("head_dim") or cfg["hidden_size"] // heads
     out["num_attention_heads"] = heads // tp
-    if "num_key_value_heads" in cfg:
-        out["num_key_value_heads"] = max(1, cfg["num_key_value_heads"] // tp)
-    for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
+    for key in ("num_key_value_heads", "num_global_key_value_heads"):  # Gemma 4's full-attention layers: the second
+        if cfg.get(key):
+            out[key] = max(1, cfg[key] // tp)
+    for key in (
+        "intermediate_size",
+        "moe_intermediate_size",
+        "shared_expert_intermediate_size",
+        "moe_shared_expert_intermediate_size",  # Nemotron-H
+        "intermediate_size_mlp",  # Llama 4's dense layers
+    ):
         if cfg.get(key):
             out[key] = cfg[key] // tp
     return out
@@ -218,19 +229,12 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
     options = [dict(o, attn_implementation=a) for a in ("sdpa", "eager") for o in options]
 
     def make(config: dict[str, Any]):
-        # the text model of a multimodal one that transformers has no causal-LM class for (Qwen3-VL's text config):
-        # its base model, whose layers, rotary tables and final norm are the same (graphs/model.py puts the LM head
-        # on it); any other config stays with the causal-LM class, which names the config class it does not know
-        kind = type(hf_config(config))
-        text_only = kind not in transformers.AutoModelForCausalLM._model_mapping and kind.__name__.endswith(
-            "TextConfig"
-        )
-        auto = transformers.AutoModel if text_only else transformers.AutoModelForCausalLM
+        build = _model_class(type(hf_config(config)))
         with torch.device(device):
             for i, extra in enumerate(options):
                 try:
                     # a fresh config each try: a failed one leaves its choices on the config
-                    return auto.from_config(hf_config(config), dtype=torch.bfloat16, **extra)
+                    return build(hf_config(config), dtype=torch.bfloat16, **extra)
                 except ValueError as exc:
                     if i == len(options) - 1 or "does not support" not in str(exc):
                         raise
@@ -267,6 +271,25 @@ LEAD_KINDS = {("indexer_types", "shared"): "full"}
 def layer_index(model) -> int:
     """Which decoder layer of a model ``build_model`` made is the one asked for (1 where a lead layer comes first)."""
     return getattr(model, "kernelcast_layer_index", 0)
+
+
+def _model_class(kind: type) -> Callable:
+    """What builds a model of config class ``kind``: its causal LM; for the text model of a multimodal one that
+    transformers has no causal-LM class for (Qwen3-VL's, Step-3.7's text config), its base model — the same layers,
+    rotary tables and final norm (graphs/model.py puts the LM head on it) —, through ``AutoModel`` or, where that does
+    not list it either, the ``...TextModel`` class beside the ``...TextConfig``. Any other config stays with the causal
+    LM's auto class, which names the config class it does not know."""
+    import importlib
+
+    import transformers
+
+    if kind in transformers.AutoModelForCausalLM._model_mapping or not kind.__name__.endswith("TextConfig"):
+        return transformers.AutoModelForCausalLM.from_config
+    if kind in transformers.AutoModel._model_mapping:
+        return transformers.AutoModel.from_config
+    module = importlib.import_module(kind.__module__.replace(".configuration_", ".modeling_"))
+    model = getattr(module, kind.__name__.removesuffix("Config") + "Model", None)
+    return model._from_config if model is not None else transformers.AutoModelForCausalLM.from_config
 
 
 def attention_path(model) -> str | None:

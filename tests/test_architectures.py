@@ -318,3 +318,10 @@ def test_configs_transformers_cannot_build_are_errors_naming_the_config():
     small = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128}
     with pytest.raises(ValueError, match=r"model config \(llama\) cannot be built by transformers .*KeyError: 'situ'"):
         layers.build_model(layers.canonical({"model_type": "llama", "hidden_act": "situ", **small}))  # Kimi-K3's
+
+
+def test_tensor_parallel_shards_the_new_architectures_widths():
+    maverick = layers.shard(layers.load_config("llama4_maverick"), 8)  # its dense layers' FFN is intermediate_size_mlp
+    assert (maverick["intermediate_size"], maverick["intermediate_size_mlp"]) == (1024, 2048)
+    gemma = layers.shard(layers.load_config("gemma4_31b"), 4)  # full-attention layers' own KV heads
+    assert (gemma["num_key_value_heads"], gemma["num_global_key_value_heads"]) == (4, 1)
