@@ -527,7 +527,15 @@ def _one_token(model, layer, hidden, cache, cache_key: str, inputs: str) -> None
     one = hidden[:, :1]
     with torch.no_grad():
         args, kwargs, _ = _inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key, inputs)
-        layer(*args, **kwargs)
+        try:
+            layer(*args, **kwargs)
+        except (NotImplementedError, RuntimeError) as exc:  # a data-dependent op on meta tensors (an expert loop)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ValueError(
+                f"{type(layer).__name__} cannot run one token on {one.device.type} tensors to size its cache: "
+                f"{type(exc).__name__}: {first[:200]} (data-dependent ops such as nonzero or .item() cannot be "
+                "predicted without running them)"
+            ) from None
 
 
 def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
