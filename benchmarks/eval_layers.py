@@ -37,7 +37,8 @@ OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: ``--set arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out;
 #: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed;
 #: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
-#: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices)
+#: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices);
+#: ``--set arch5``: the fifth (ARCH5_MODELS), the first measured with the inputs each model passes its layers
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -55,6 +56,14 @@ SETS = {
     "arch4": (
         ROOT / "datasets/layers/kernelcast_h200_sxm_20261204_arch4_layers.jsonl",
         OUT.with_name("eval_layers_arch4.json"),
+    ),
+    # the fifth set (collect/layer_job.py ARCH5_MODELS, called as each model calls its layers), whenever it is measured
+    "arch5": (
+        max(
+            (ROOT / "datasets/layers").glob("kernelcast_h200_sxm_*_arch5_layers.jsonl"),
+            default=ROOT / "datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl",
+        ),
+        OUT.with_name("eval_layers_arch5.json"),
     ),
 }
 ARCH_HYBRID = (
@@ -211,6 +220,10 @@ def main(argv=None) -> int:
         p.error("--fit refits on the FIT models' layers; --set arch/arch2 only scores the other architectures")
     t0 = time.time()
     data, out = SETS[args.set]
+    if not data.is_file():
+        p.error(
+            f"--set {args.set}: {data} is not measured yet (benchmarks/results/collect_h200_next_s18.sh collects it)"
+        )
     rows = predictions(data)
     if args.fit:
         fit_l2(rows)

@@ -5,7 +5,8 @@
 # Issue 14: the trsm and conv families' independent test sets first, then their training passes (they have one fitted
 # constant each, from kernels inside hybrid layers); then the fifth layer set (collect/layer_job.py ARCH5_MODELS: the
 # first measured with the inputs each model's own forward passes its layers — Llama 4, Gemma 4, GLM-5, DeepSeek-V3.2,
-# and the architectures whose inputs changed with that; register it in benchmarks/eval_layers.py SETS and read it once);
+# and the architectures whose inputs changed with that; commit it as
+# datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl and read it once: eval_layers.py --set arch5);
 # issue 15: Qwen3.5's compiled hybrid layers at the training points (the sixteenth session's pass stalled at --stall-s
 # 60 with 4 workers: 2 workers, 300 s here); then the GPU tests (they check the new trsm and conv workloads against
 # float64). Eight files come back: four pass tarballs, arch5_layers.jsonl, hybridtrain_fused.jsonl.gz, logs.tar.gz.
