@@ -177,6 +177,14 @@ def test_collector_compiles_a_graph_as_on_the_gpu():
             assert torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2)
 
 
+def test_collector_records_how_a_layers_inputs_were_made():
+    """A layer task's row says how its call's inputs were made (features.layers.INPUTS), so evaluation replays it so."""
+    task = dict(kind="layer", model="gpt2", tp=1, phase="decode", batch=2, seq=1, context=16)
+    fn, tensors, eager, extra = fused_job._build(task, "cpu")
+    assert extra == {"layer_inputs": "model"}
+    eager()  # the call runs on real (CPU) tensors with the mask and cache its model made
+
+
 def _layer_points(layer_set: str) -> set[tuple]:
     return {
         (t["model"], t["phase"], t["batch"], t["seq"], t["context"])
