@@ -364,7 +364,7 @@ def replay_inputs(recorded: Any) -> str:
 
 
 class _Reached(Exception):
-    """Raised by the hook on a model's first layer: its inputs are taken and the forward stops there."""
+    """Raised by the hook on the layer asked for: its inputs are taken and the model's forward stops there."""
 
 
 def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tuple[tuple, dict]:
@@ -373,20 +373,21 @@ def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tup
     and alone as an argument; everything else by keyword (the cache under ``cache_key``)."""
     import inspect
 
+    import torch
+
     reached: dict = {}
 
     def take(module, args, kwargs):
         reached["bound"] = inspect.signature(module.forward).bind(*args, **kwargs)
         raise _Reached
 
-    import torch
-
-    handle = layer.register_forward_pre_hook(take, with_kwargs=True)
     position_ids = positions[None].expand(hidden.shape[0], -1)
     # token ids, not embeddings: some layers route by them (DeepSeek-V4's hash-routed experts); random on a GPU
-    vocab = model.get_input_embeddings().num_embeddings
-    ids = torch.randint(vocab, hidden.shape[:2], device=hidden.device) if hidden.device.type != "meta" else None
-    ids = torch.zeros(hidden.shape[:2], dtype=torch.long, device=hidden.device) if ids is None else ids
+    if hidden.device.type == "meta":
+        ids = torch.zeros(hidden.shape[:2], dtype=torch.long, device=hidden.device)
+    else:
+        ids = torch.randint(model.get_input_embeddings().num_embeddings, hidden.shape[:2], device=hidden.device)
+    handle = layer.register_forward_pre_hook(take, with_kwargs=True)
     try:
         model.base_model(input_ids=ids, position_ids=position_ids, past_key_values=cache, use_cache=True)
     except _Reached:
@@ -394,7 +395,7 @@ def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tup
     finally:
         handle.remove()
     if "bound" not in reached:
-        raise ValueError(f"{type(model).__name__}'s forward never called its first layer")
+        raise ValueError(f"{type(model).__name__}'s forward never called the layer")
     params = inspect.signature(layer.forward).parameters
     kwargs = {}
     for name, value in reached["bound"].arguments.items():
@@ -403,7 +404,7 @@ def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tup
         elif params[name].kind is not params[name].VAR_POSITIONAL:
             kwargs[name] = value
     if kwargs.get(cache_key) is not cache:
-        raise ValueError(f"{type(model).__name__}'s forward did not pass the cache to its first layer as {cache_key}")
+        raise ValueError(f"{type(model).__name__}'s forward did not pass the cache to the layer as {cache_key}")
     first = next(iter(params))
     return (kwargs.pop(first),), kwargs
 
@@ -457,8 +458,8 @@ def _inputs(model, layer, hidden, positions, cache, cache_key: str, inputs: str)
 
 
 def layer_call(model, phase: str, batch: int, seq: int, context: int = 0, inputs: str = "model") -> LayerCall:
-    """Layer 0 of ``model`` on ``batch`` × ``seq`` new tokens (decode: seq=1) after ``context`` cached ones, with the
-    other inputs made as ``inputs`` says (``INPUTS``)."""
+    """The decoder layer of ``model`` asked for (``layer_index``) on ``batch`` × ``seq`` new tokens (decode: seq=1)
+    after ``context`` cached ones, with the other inputs made as ``inputs`` says (``INPUTS``)."""
     import inspect
 
     import torch
