@@ -1,6 +1,6 @@
 """Whole decoder layers and the host launch cost on a GPU (issue 14's validation set).
 
-Three measurements, one JSON-lines file each under ``--out``:
+Measurements, one JSON-lines file each under ``--out`` (``--parts`` picks them):
 
 * ``layers.jsonl``: eager decoder layers of real models (``features/layers.py``: the same call ``predict_module``
   predicts), prefill and decode with a KV cache, each call preceded by the L2 flush and a synchronize. Per call:
@@ -10,6 +10,9 @@ Three measurements, one JSON-lines file each under ``--out``:
 * ``launch.jsonl``: N back-to-back calls of one small op, eager and as a CUDA graph: span / N is the per-kernel
   issue interval when the host is the bottleneck; device time / N the kernel itself.
 * ``sdpa.jsonl``: which SDPA backend torch picks for attention shapes (the kernel names it launches).
+* ``sdpa_masks.jsonl`` (``--parts sdpa_masks``): the kernels SDPA launches, and their µs, for a call with an explicit
+  mask — what a model's own forward passes past a sliding window, to a sparse indexer or to Falcon's attention — beside
+  the same call with ``is_causal``.
 
 Run on a GPU host: ``python3 -m kernelcast.collect.layer_job --out DIR``. Resumable: a point already in a file is
 skipped.
@@ -369,6 +372,63 @@ def run_sdpa(out: Path) -> None:
                 )
 
 
+#: (batch, query heads, KV heads, query length, key length, head dim) of ``run_sdpa_masks``: prefills inside and past a
+#: 1,024-token window, head dims 128 and 256 (Gemma), and a decode step
+MASK_SHAPES = (
+    (1, 16, 8, 2048, 2048, 128),
+    (2, 32, 16, 1500, 1500, 256),
+    (1, 8, 1, 4000, 4000, 256),
+    (8, 32, 8, 1, 1501, 128),
+)
+MASK_WINDOW = 1024
+
+
+def sdpa_masks(sq: int, skv: int, window: int, dtype) -> dict:
+    """The masks ``run_sdpa_masks`` passes SDPA for ``sq`` queries at the end of ``skv`` keys, as (sq, skv) tensors
+    (None: no mask, ``is_causal``): the causal pattern as a bool mask (True: attend), a sliding window of ``window``
+    keys as a bool mask, and the same window additive (0 or -inf in ``dtype``)."""
+    import torch
+
+    rows = torch.arange(sq)[:, None] + (skv - sq)
+    cols = torch.arange(skv)[None, :]
+    causal = cols <= rows
+    sliding = causal & (cols > rows - window)
+    additive = torch.zeros(sq, skv, dtype=dtype).masked_fill(~sliding, float("-inf"))
+    return {"is_causal": None, "causal_bool": causal, "window_bool": sliding, "window_additive": additive}
+
+
+def run_sdpa_masks(out: Path) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    path = out / "sdpa_masks.jsonl"
+    done = (
+        {(tuple(r["shape"]), r["mask"]) for r in map(json.loads, path.read_text().splitlines())}
+        if path.exists()
+        else set()
+    )
+    for b, hq, hkv, sq, skv, d in MASK_SHAPES:
+        q = torch.randn(b, hq, sq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
+        for name, mask in sdpa_masks(sq, skv, MASK_WINDOW, torch.bfloat16).items():
+            if ((b, hq, hkv, sq, skv, d), name) in done:
+                continue
+            m = None if mask is None else mask.to("cuda")[None, None].expand(b, 1, sq, skv)  # as models pass it
+            call = functools.partial(
+                F.scaled_dot_product_attention, q, k, v, attn_mask=m, is_causal=m is None and sq > 1, enable_gqa=True
+            )
+            row = {"shape": [b, hq, hkv, sq, skv, d], "mask": name, "window": MASK_WINDOW}
+            try:
+                (segs,) = time_calls([call], repeats=3)
+                med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
+                row["kernels"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
+                row["device_us"] = [_summary(s)[0] for s in segs]
+            except Exception as exc:  # noqa: BLE001 - recorded: which masks a backend refuses is the finding
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            _append(path, row)
+
+
 #: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``
 TRACE_POINTS = (("llama3_8b", 1, "prefill", 1, 512, 0), ("qwen3_30b_a3b", 1, "decode", 8, 1, 2048))
 
@@ -417,7 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernelcast.collect.layer_job", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--budget-s", type=float, default=400.0, help="start no new model after this many seconds")
-    p.add_argument("--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, launch, layers, trace, once")
+    p.add_argument(
+        "--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, sdpa_masks, launch, layers, trace, once"
+    )
     p.add_argument("--models", default="fit", choices=tuple(MODEL_SETS), help="the layers' model set")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -426,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts = args.parts.split(",")
     if "sdpa" in parts:
         run_sdpa(out)
+    if "sdpa_masks" in parts:
+        run_sdpa_masks(out)
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:

@@ -6,10 +6,12 @@
 # constant each, from kernels inside hybrid layers); then the fifth layer set (collect/layer_job.py ARCH5_MODELS: the
 # first measured with the inputs each model's own forward passes its layers — Llama 4, Gemma 4, GLM-5, DeepSeek-V3.2,
 # and the architectures whose inputs changed with that; commit it as
-# datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl and read it once: eval_layers.py --set arch5);
+# datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl and read it once: eval_layers.py --set arch5), with
+# the kernels SDPA launches for an explicit bool or additive mask (sdpa_masks.jsonl: what those models pass it;
+# predicted today as the unmasked kernel over the whole key range);
 # issue 15: Qwen3.5's compiled hybrid layers at the training points (the sixteenth session's pass stalled at --stall-s
 # 60 with 4 workers: 2 workers, 300 s here); then the GPU tests (they check the new trsm and conv workloads against
-# float64). Eight files come back: four pass tarballs, arch5_layers.jsonl, hybridtrain_fused.jsonl.gz, logs.tar.gz.
+# float64). Seven files come back: four pass tarballs, arch5_layers.tar.gz, hybridtrain_fused.jsonl.gz, logs.tar.gz.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_next_s18.sh
 FINISH_LOGS=tar
 NAME=kc_s18 source benchmarks/results/device_common.sh
@@ -17,7 +19,7 @@ measure trsm_test trsm_test 1101 40
 measure conv_test conv_test 1102 40
 measure trsm trsm 1103 80
 measure conv conv 1104 80
-layerset arch5 arch5 100
+layerset arch5 arch5 100 sdpa_masks,layers
 compiled hybridtrain hybridtrain 100 2 300
 gpu_tests
 finish

@@ -31,14 +31,15 @@ gpu_tests() {
   log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
   [ "${FINISH_LOGS:-}" = tar ] || cp "$W/gpu_tests.log" "$OUT/"
 }
-# eager layers of one model set of collect/layer_job.py: layerset <name> <set> <budget_s>; its rows go back as
-# <name>_layers.jsonl, its log into logs.tar.gz
+# parts of collect/layer_job.py, eager layers of one model set among them: layerset <name> <set> <budget_s> [parts,
+# default layers]; its folder (layers.jsonl, and what the other parts write) goes back as <name>_layers.tar.gz, its
+# log into logs.tar.gz
 layerset() {
-  log "start layers $1 ($2, budget $3 s)"
-  timeout $(( $3 + 120 )) python3 -m kernelcast.collect.layer_job --out "$W/$1" --parts layers --models "$2" \
-      --budget-s "$3" > "$W/$1_layers.log" 2>&1
-  log "end layers $1 rc=$? $(grep -c . "$W/$1/layers.jsonl") rows, $(grep -c '"error"' "$W/$1/layers.jsonl") errors"
-  cp "$W/$1/layers.jsonl" "$OUT/$1_layers.jsonl"
+  log "start layers $1 ($2, ${4:-layers}, budget $3 s)"
+  timeout $(( $3 + 120 )) python3 -m kernelcast.collect.layer_job --out "$W/$1" --parts "${4:-layers}" \
+      --models "$2" --budget-s "$3" > "$W/$1_layers.log" 2>&1
+  log "end layers $1 rc=$? $(cat "$W/$1"/*.jsonl | grep -c .) rows, $(cat "$W/$1"/*.jsonl | grep -c '"error"') errors"
+  tar czf "$OUT/$1_layers.tar.gz" -C "$W" "$1"
 }
 # the GPU's state, the time left, and the call log back (with every other log of the call in logs.tar.gz when
 # FINISH_LOGS=tar, for calls that return more than eight files otherwise)
