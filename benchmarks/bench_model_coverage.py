@@ -5,7 +5,11 @@ worker process (one model's failure or memory cannot touch the next). Per config
 error's type and first line, grouped into causes in the summary); seconds per step. Prints a table and a summary,
 writes JSON (default benchmarks/results/bench_model_coverage.json).
 
-    python benchmarks/bench_model_coverage.py [--configs DIR] [--workers 2] [--timeout-s 300] [--json-out PATH]
+    python benchmarks/bench_model_coverage.py [--configs DIR] [--mode eager|compile] [--workers 2] [--timeout-s 300]
+        [--json-out PATH]
+
+``--mode compile``: the steps as torch.compile runs them (``predict_model(mode="compile")``: Inductor's code for the
+H200 written here), default JSON benchmarks/results/bench_model_coverage_compile.json.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def default_configs() -> Path:
     return Path(aiconfigurator_core.__file__).parent / "model_configs"
 
 
-def one(path: str) -> dict:
+def one(path: str, mode: str = "eager") -> dict:
     """Both steps of one config, in this (worker) process."""
     import warnings
 
@@ -41,7 +45,7 @@ def one(path: str) -> dict:
     for phase, shape in STEPS.items():
         t0 = time.perf_counter()
         try:
-            step = predict_model(path, gpu="H200", phase=phase, **shape)
+            step = predict_model(path, gpu="H200", phase=phase, mode=mode, **shape)
             out[phase] = {"ok": True, "device_us": round(step.device_us, 1), "tokens_per_s": round(step.tokens_per_s)}
         except Exception as exc:  # noqa: BLE001 - what stops a model is the finding
             text = str(exc).strip().splitlines()
@@ -63,7 +67,8 @@ def main(argv=None) -> int:
     p.add_argument("--configs", type=Path, default=None, help="folder of config.json files")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--timeout-s", type=float, default=300.0, help="per config (both steps)")
-    p.add_argument("--json-out", type=Path, default=OUT)
+    p.add_argument("--mode", default="eager", choices=("eager", "compile"))
+    p.add_argument("--json-out", type=Path, default=None, help="default: results/bench_model_coverage[_compile].json")
     args = p.parse_args(argv)
     folder = args.configs or default_configs()
     if not folder.is_dir():
@@ -74,7 +79,7 @@ def main(argv=None) -> int:
     rows = []
     t0 = time.time()
     with concurrent.futures.ProcessPoolExecutor(args.workers, max_tasks_per_child=1) as pool:
-        jobs = {pool.submit(one, path): path for path in paths}
+        jobs = {pool.submit(one, path, args.mode): path for path in paths}
         for i, job in enumerate(concurrent.futures.as_completed(jobs), 1):
             path = jobs[job]
             try:
@@ -92,21 +97,23 @@ def main(argv=None) -> int:
     for r in rows:
         cells = [f"{r[ph]['device_us'] / 1e3:9.1f} ms" if r[ph]["ok"] else "—" for ph in STEPS]
         print(f"{r['config'][:62]:62s} {cells[0]:>12s} {cells[1]:>12s}")
-    print(f"\nanswered both steps: {len(both)} of {len(rows)} configs ({time.time() - t0:.0f} s)")
+    print(f"\n{args.mode}: answered both steps: {len(both)} of {len(rows)} configs ({time.time() - t0:.0f} s)")
     for text, n in causes.most_common():
         print(f"  {n:3d} × {text}")
     summary = {
         "configs": str(folder),
+        "mode": args.mode,
         "steps": STEPS,
         "answered_both": len(both),
         "total": len(rows),
         "causes": dict(causes.most_common()),
         "rows": rows,
     }
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.json_out.with_suffix(".json.tmp")
+    out = args.json_out or (OUT if args.mode == "eager" else OUT.with_name(f"{OUT.stem}_compile.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(summary, indent=1) + "\n")
-    tmp.replace(args.json_out)
+    tmp.replace(out)
     return 0
 
 
