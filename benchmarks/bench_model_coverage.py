@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib.metadata
 import json
 import sys
 import time
@@ -32,6 +33,20 @@ def default_configs() -> Path:
     except ImportError:
         raise SystemExit("configs: aiconfigurator-core is not installed; pass --configs DIR") from None
     return Path(aiconfigurator_core.__file__).parent / "model_configs"
+
+
+def label(folder: Path) -> str:
+    """The configs folder as the JSON records it: aiconfigurator-core's by its version, another relative to the repo
+    where it lies inside it (no machine's own paths)."""
+    try:
+        import aiconfigurator_core
+
+        if folder.resolve() == (Path(aiconfigurator_core.__file__).parent / "model_configs").resolve():
+            return f"aiconfigurator-core {importlib.metadata.version('aiconfigurator-core')}: model_configs/"
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        pass
+    root = Path(__file__).resolve().parent.parent
+    return str(folder.resolve().relative_to(root)) if folder.resolve().is_relative_to(root) else folder.name
 
 
 def one(path: str, mode: str = "eager") -> dict:
@@ -101,7 +116,7 @@ def main(argv=None) -> int:
     for text, n in causes.most_common():
         print(f"  {n:3d} × {text}")
     summary = {
-        "configs": str(folder),
+        "configs": label(folder),
         "mode": args.mode,
         "steps": STEPS,
         "answered_both": len(both),

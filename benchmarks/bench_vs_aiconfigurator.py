@@ -137,7 +137,7 @@ def baseline(python: str, calls: int, rows: int) -> dict:
         check=True,
     ).stdout.strip()
     head = subprocess.run(["git", "-C", revision, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    result["revision"] = f"{revision}@{head.stdout.strip() or 'unknown'}"
+    result["revision"] = f"{Path(revision).name}@{head.stdout.strip() or 'unknown'}"  # the folder's name, not its path
     return result
 
 

@@ -53,6 +53,11 @@ def _config_class(model_type: str):
         ) from None
 
 
+def _aliases(config_class: type) -> dict[str, str]:
+    """A transformers config class's standard key -> its own key (GPT-2's ``hidden_size`` -> ``n_embd``)."""
+    return getattr(config_class, "attribute_map", None) or {}
+
+
 def canonical(cfg: dict[str, Any]) -> dict[str, Any]:
     """``cfg`` under the standard names (hidden_size, num_attention_heads, num_hidden_layers, ...) where its
     architecture's config uses its own (GPT-2's n_embd, n_head, n_layer): the aliases of its transformers config class,
@@ -68,7 +73,7 @@ def canonical(cfg: dict[str, Any]) -> dict[str, Any]:
     if text_class is not None and "text_config" not in cfg and "hidden_size" in cfg:
         # a multimodal model's config written flat, with its text model's fields (Step-3.7's): that text model's
         cfg = {**cfg, "model_type": text_class.model_type}
-    aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
+    aliases = _aliases(_config_class(cfg["model_type"]))
     out = dict(cfg)
     for standard, own in aliases.items():
         if own in out and standard not in out:
@@ -154,7 +159,7 @@ def hf_config(cfg: dict[str, Any]):
     there (Nemotron-3 Ultra's ``layers_block_type`` of "mamba" and "attention" layers)."""
     import transformers
 
-    aliases = getattr(_config_class(cfg["model_type"]), "attribute_map", None) or {}
+    aliases = _aliases(_config_class(cfg["model_type"]))
     own = {aliases.get(k, k) if aliases.get(k) not in cfg else k: v for k, v in cfg.items()}
     try:
         return transformers.AutoConfig.for_model(**own)
@@ -165,7 +170,7 @@ def hf_config(cfg: dict[str, Any]):
 
 def config_values(config) -> dict[str, Any]:
     """A transformers config's values (``to_dict``) under the standard names ``canonical`` uses."""
-    standard = {own: std for std, own in (getattr(type(config), "attribute_map", None) or {}).items()}
+    standard = {own: std for std, own in _aliases(type(config)).items()}
     return {standard.get(k, k): v for k, v in config.to_dict().items()}
 
 
@@ -229,7 +234,7 @@ def build_model(cfg: dict[str, Any], device: str = "meta", dense: bool = False, 
     options = [dict(o, attn_implementation=a) for a in ("sdpa", "eager") for o in options]
 
     def make(config: dict[str, Any]):
-        build = _model_class(type(hf_config(config)))
+        build = _model_class(_config_class(config["model_type"]))
         with torch.device(device):
             for i, extra in enumerate(options):
                 try:

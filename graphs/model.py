@@ -119,21 +119,20 @@ def predict_model(
     for kind in kinds:
         m = layers.build_model(sharded, dense=kind.dense, per_layer=kind.per_layer)
         call = layers.layer_call(m, phase, batch, seq, context)
-        if mode == "compile":
+        fn, args, kwargs = call.fn, call.args, call.kwargs
+        if mode == "compile":  # the layer as a pure function of its tensors, as the GPU collector compiled it
             fn, tensors = layers.functional_layer(call)
-            p = predict_module(
-                fn, tuple(tensors), gpu=gpu_name, mode=mode, cuda_graph=cuda_graph, host_probe_us=host_probe_us
-            )
-        else:
-            p = predict_module(
-                call.fn,
-                call.args,
-                call.kwargs,
-                gpu=gpu_name,
-                cuda_graph=cuda_graph,
-                routing=routing,
-                host_probe_us=host_probe_us,
-            )
+            args, kwargs = tuple(tensors), None
+        p = predict_module(
+            fn,
+            args,
+            kwargs,
+            gpu=gpu_name,
+            mode=mode,
+            cuda_graph=cuda_graph,
+            routing=routing,
+            host_probe_us=host_probe_us,
+        )
         preds[kind.name] = p
         notes += [a for a in (*p.assumptions, layers.attention_path(m)) if a and a not in notes]
         rows.append(_workload_part(f"layer ({kind.name})", kind.count, p))
