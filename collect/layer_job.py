@@ -214,9 +214,11 @@ def _append(path: Path, row: dict) -> None:
 
 
 def _done(path: Path, keys: tuple[str, ...]) -> set:
+    """The ``keys`` values of every row already in ``path`` (a list value as a tuple), to skip on a resumed run."""
     if not path.exists():
         return set()
-    return {tuple(json.loads(line)[k] for k in keys) for line in path.read_text().splitlines() if line.strip()}
+    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return {tuple(tuple(r[k]) if isinstance(r[k], list) else r[k] for k in keys) for r in rows}
 
 
 def run_layers(out: Path, budget_s: float, t0: float, model_set: str = "fit") -> None:
@@ -402,11 +404,7 @@ def run_sdpa_masks(out: Path) -> None:
     import torch.nn.functional as F
 
     path = out / "sdpa_masks.jsonl"
-    done = (
-        {(tuple(r["shape"]), r["mask"]) for r in map(json.loads, path.read_text().splitlines())}
-        if path.exists()
-        else set()
-    )
+    done = _done(path, ("shape", "mask"))
     for b, hq, hkv, sq, skv, d in MASK_SHAPES:
         q = torch.randn(b, hq, sq, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)

@@ -33,3 +33,10 @@ def test_the_fifth_layer_set_is_callable_on_meta_tensors():
         m = layers.build_model(cfg, dense=kind.dense, per_layer=kind.per_layer)
         call = layers.layer_call(m, "decode", 2, 1, 64)
         assert call.inputs == "model", (name, call.inputs)
+
+
+def test_a_resumed_run_skips_the_rows_already_written(tmp_path):
+    path = tmp_path / "sdpa_masks.jsonl"
+    assert layer_job._done(path, ("shape", "mask")) == set()  # nothing written yet
+    path.write_text('{"shape": [1, 16, 8, 2048, 2048, 128], "mask": "window_bool"}\n\n')
+    assert layer_job._done(path, ("shape", "mask")) == {((1, 16, 8, 2048, 2048, 128), "window_bool")}
