@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     data, out = SETS[args.set]
     if not data.is_file():
         p.error(
-            f"--set {args.set}: {data} is not measured yet (benchmarks/results/collect_h200_next_s18.sh collects it)"
+            f"--set {args.set}: {data} is not measured yet (benchmarks/results/collect_h200_20261205_s19.sh collects it)"
         )
     rows = predictions(data)
     if args.fit:

@@ -1,7 +1,6 @@
 #!/bin/bash
 # Device command prepared by the seventeenth session (2026-12-04) and extended by the eighteenth (2026-12-05), neither
-# lent a device: NOT RUN YET. The next session with an H200 runs it as its first call (rename it to
-# collect_h200_<date>_s<n>.sh, keep its call log beside it).
+# lent a device; run by the nineteenth session (2026-12-05) as its first call (its log: collect_h200_20261205_s19_call.log).
 # Issue 14: the trsm and conv families' independent test sets first, then their training passes (they have one fitted
 # constant each, from kernels inside hybrid layers); then the fifth layer set (collect/layer_job.py ARCH5_MODELS: the
 # first measured with the inputs each model's own forward passes its layers — Llama 4, Gemma 4, GLM-5, DeepSeek-V3.2,
@@ -12,7 +11,7 @@
 # issue 15: Qwen3.5's compiled hybrid layers at the training points (the sixteenth session's pass stalled at --stall-s
 # 60 with 4 workers: 2 workers, 300 s here); then the GPU tests (they check the new trsm and conv workloads against
 # float64). Seven files come back: four pass tarballs, arch5_layers.tar.gz, hybridtrain_fused.jsonl.gz, logs.tar.gz.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_next_s18.sh
+#   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_20261205_s19.sh
 FINISH_LOGS=tar
 NAME=kc_s18 source benchmarks/results/device_common.sh
 measure trsm_test trsm_test 1101 40
