@@ -374,15 +374,46 @@ def run_sdpa(out: Path) -> None:
                 )
 
 
-#: (batch, query heads, KV heads, query length, key length, head dim) of ``run_sdpa_masks``: prefills inside and past a
-#: 1,024-token window, head dims 128 and 256 (Gemma), and a decode step
+#: (batch, query heads, KV heads, query length, key length, head dim, window) of ``run_sdpa_masks``: prefills inside
+#: and past a 1,024-token window, head dims 128 and 256 (Gemma), and a decode step; ``mask_shapes`` adds random ones
 MASK_SHAPES = (
-    (1, 16, 8, 2048, 2048, 128),
-    (2, 32, 16, 1500, 1500, 256),
-    (1, 8, 1, 4000, 4000, 256),
-    (8, 32, 8, 1, 1501, 128),
+    (1, 16, 8, 2048, 2048, 128, 1024),
+    (2, 32, 16, 1500, 1500, 256, 1024),
+    (1, 8, 1, 4000, 4000, 256, 1024),
+    (8, 32, 8, 1, 1501, 128, 1024),
 )
-MASK_WINDOW = 1024
+#: the largest batch x query x key product a random mask shape may have (the float mask SDPA converts a bool one into
+#: is that many elements)
+MASK_MAX_ELEMENTS = 1 << 28
+
+
+def mask_shapes(n: int, seed: int = 0) -> list[tuple[int, ...]]:
+    """``MASK_SHAPES`` then ``n`` shapes drawn log-uniform over what models pass SDPA with a mask: prefills of 16 to
+    16,384 tokens (a fifth of them chunks at the end of a longer cache), decode steps over 64 to 32,768 keys, batch 1-64
+    (decode 1-256), 1-32 KV heads sharing 1-8 query heads each (at most 128), head dims 64-256 and windows 64-8,192."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def logu(lo: float, hi: float) -> int:
+        return int(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi))))))
+
+    shapes = list(MASK_SHAPES)
+    while len(shapes) < len(MASK_SHAPES) + n:
+        hkv = int(rng.choice((1, 2, 4, 8, 16, 32)))
+        hq = min(128, hkv * int(rng.choice((1, 2, 4, 8))))
+        d = int(rng.choice((64, 80, 96, 128, 192, 256)))
+        window = logu(64, 8192)
+        if rng.uniform() < 0.3:
+            sq, skv, b = 1, logu(64, 32768), logu(1, 256)
+        else:
+            sq = logu(16, 16384)
+            skv = sq + (logu(16, 16384) if rng.uniform() < 0.2 else 0)
+            b = logu(1, 64)
+        b = max(1, min(b, MASK_MAX_ELEMENTS // (sq * skv)))
+        if sq * skv <= MASK_MAX_ELEMENTS:
+            shapes.append((b, hq, hkv, sq, skv, d, window))
+    return shapes
 
 
 def sdpa_masks(sq: int, skv: int, window: int, dtype) -> dict:
@@ -399,32 +430,52 @@ def sdpa_masks(sq: int, skv: int, window: int, dtype) -> dict:
     return {"is_causal": None, "causal_bool": causal, "window_bool": sliding, "window_additive": additive}
 
 
-def run_sdpa_masks(out: Path) -> None:
+def run_sdpa_masks(out: Path, n: int, budget_s: float) -> None:
+    """Each of ``mask_shapes(n)``'s shapes called with each of its masks (one profiler session a shape), until
+    ``budget_s`` seconds have passed; a shape whose calls fail together is retried mask by mask, recording which
+    fail."""
     import torch
     import torch.nn.functional as F
 
+    t0 = time.time()
     path = out / "sdpa_masks.jsonl"
-    done = _done(path, ("shape", "mask"))
-    for b, hq, hkv, sq, skv, d in MASK_SHAPES:
+    done = _done(path, ("shape", "mask", "window"))
+    for b, hq, hkv, sq, skv, d, window in mask_shapes(n):
+        if time.time() - t0 > budget_s:
+            break
+        shape = (b, hq, hkv, sq, skv, d)
+        todo = {k: m for k, m in sdpa_masks(sq, skv, window, torch.bfloat16).items() if (shape, k, window) not in done}
+        if not todo:
+            continue
         q = torch.randn(b, hq, sq, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
-        for name, mask in sdpa_masks(sq, skv, MASK_WINDOW, torch.bfloat16).items():
-            if ((b, hq, hkv, sq, skv, d), name) in done:
-                continue
+        calls = {}
+        for name, mask in todo.items():
             m = None if mask is None else mask.to("cuda")[None, None].expand(b, 1, sq, skv)  # as models pass it
-            call = functools.partial(
+            calls[name] = functools.partial(
                 F.scaled_dot_product_attention, q, k, v, attn_mask=m, is_causal=m is None and sq > 1, enable_gqa=True
             )
-            row = {"shape": [b, hq, hkv, sq, skv, d], "mask": name, "window": MASK_WINDOW}
-            try:
-                (segs,) = time_calls([call], repeats=3)
+        try:
+            timed = dict(zip(calls, time_calls(list(calls.values()), repeats=3)))
+        except Exception:  # noqa: BLE001 - one of them failed: each alone says which
+            timed = {}
+            for name, call in calls.items():
+                try:
+                    (timed[name],) = time_calls([call], repeats=3)
+                except Exception as exc:  # noqa: BLE001 - recorded: which masks a backend refuses is the finding
+                    timed[name] = f"{type(exc).__name__}: {exc}"[:300]
+        for name, segs in timed.items():
+            row = {"shape": list(shape), "mask": name, "window": window}
+            if isinstance(segs, str):
+                row["error"] = segs
+            else:
                 med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
                 row["kernels"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
                 row["device_us"] = [_summary(s)[0] for s in segs]
-            except Exception as exc:  # noqa: BLE001 - recorded: which masks a backend refuses is the finding
-                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
             _append(path, row)
+        del q, k, v, calls
+        torch.cuda.empty_cache()
 
 
 #: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``
@@ -474,24 +525,25 @@ def run_once(out: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernelcast.collect.layer_job", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output folder (resumable)")
-    p.add_argument("--budget-s", type=float, default=400.0, help="start no new model after this many seconds")
+    p.add_argument("--budget-s", type=float, default=400.0, help="layers: no new model after this many s")
     p.add_argument(
         "--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, sdpa_masks, launch, layers, trace, once"
     )
+    p.add_argument("--mask-shapes", type=int, default=150, help="random shapes sdpa_masks adds to its fixed four")
+    p.add_argument("--mask-budget-s", type=float, default=60.0, help="sdpa_masks starts no new shape after this")
     p.add_argument("--models", default="fit", choices=tuple(MODEL_SETS), help="the layers' model set")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
     parts = args.parts.split(",")
     if "sdpa" in parts:
         run_sdpa(out)
     if "sdpa_masks" in parts:
-        run_sdpa_masks(out)
+        run_sdpa_masks(out, args.mask_shapes, args.mask_budget_s)
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:
-        run_layers(out, args.budget_s, t0, args.models)
+        run_layers(out, args.budget_s, time.time(), args.models)
     if "trace" in parts:
         run_trace(out)
     if "once" in parts:

@@ -35,8 +35,21 @@ def test_the_fifth_layer_set_is_callable_on_meta_tensors():
         assert call.inputs == "model", (name, call.inputs)
 
 
+def test_random_mask_shapes_are_reproducible_and_bounded():
+    shapes = layer_job.mask_shapes(200, seed=3)
+    assert shapes[: len(layer_job.MASK_SHAPES)] == list(layer_job.MASK_SHAPES)
+    assert shapes == layer_job.mask_shapes(200, seed=3) and shapes != layer_job.mask_shapes(200, seed=4)
+    assert len(shapes) == len(layer_job.MASK_SHAPES) + 200
+    for b, hq, hkv, sq, skv, d, window in shapes:
+        assert hq % hkv == 0 and hq <= 128 and skv >= sq >= 1 and window >= 64 and d in (64, 80, 96, 128, 192, 256)
+        assert b * sq * skv <= layer_job.MASK_MAX_ELEMENTS
+    decode = [s for s in shapes if s[3] == 1]
+    assert 0.2 < len(decode) / len(shapes) < 0.4  # about a third decode steps
+    assert any(s[4] > s[3] > 1 for s in shapes)  # chunks at the end of a longer cache
+
+
 def test_a_resumed_run_skips_the_rows_already_written(tmp_path):
     path = tmp_path / "sdpa_masks.jsonl"
-    assert layer_job._done(path, ("shape", "mask")) == set()  # nothing written yet
-    path.write_text('{"shape": [1, 16, 8, 2048, 2048, 128], "mask": "window_bool"}\n\n')
-    assert layer_job._done(path, ("shape", "mask")) == {((1, 16, 8, 2048, 2048, 128), "window_bool")}
+    assert layer_job._done(path, ("shape", "mask", "window")) == set()  # nothing written yet
+    path.write_text('{"shape": [1, 16, 8, 2048, 2048, 128], "mask": "window_bool", "window": 1024}\n\n')
+    assert layer_job._done(path, ("shape", "mask", "window")) == {((1, 16, 8, 2048, 2048, 128), "window_bool", 1024)}

@@ -10,15 +10,16 @@
 # predicted today as the unmasked kernel over the whole key range);
 # issue 15: Qwen3.5's compiled hybrid layers at the training points (the sixteenth session's pass stalled at --stall-s
 # 60 with 4 workers: 2 workers, 300 s here); then the GPU tests (they check the new trsm and conv workloads against
-# float64). Seven files come back: four pass tarballs, arch5_layers.tar.gz, hybridtrain_fused.jsonl.gz, logs.tar.gz.
+# float64). The nineteenth session split it in two calls: this one (six files back: four pass tarballs,
+# arch5_layers.tar.gz, logs.tar.gz; the fifth layer set before the training passes, and sdpa_masks now 150 random
+# shapes beside its fixed four, 60 s) and collect_h200_20261205_s19b.sh (the compiled hybrid layers).
 #   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_20261205_s19.sh
 FINISH_LOGS=tar
-NAME=kc_s18 source benchmarks/results/device_common.sh
+NAME=kc_s19 source benchmarks/results/device_common.sh
 measure trsm_test trsm_test 1101 40
 measure conv_test conv_test 1102 40
-measure trsm trsm 1103 80
-measure conv conv 1104 80
 layerset arch5 arch5 100 sdpa_masks,layers
-compiled hybridtrain hybridtrain 100 2 300
+measure trsm trsm 1103 70
+measure conv conv 1104 70
 gpu_tests
 finish

@@ -36,7 +36,7 @@ gpu_tests() {
 # log into logs.tar.gz
 layerset() {
   log "start layers $1 ($2, ${4:-layers}, budget $3 s)"
-  timeout $(( $3 + 120 )) python3 -m kernelcast.collect.layer_job --out "$W/$1" --parts "${4:-layers}" \
+  timeout $(( $3 + 180 )) python3 -m kernelcast.collect.layer_job --out "$W/$1" --parts "${4:-layers}" \
       --models "$2" --budget-s "$3" > "$W/$1_layers.log" 2>&1
   log "end layers $1 rc=$? $(cat "$W/$1"/*.jsonl | grep -c .) rows, $(cat "$W/$1"/*.jsonl | grep -c '"error"') errors"
   tar czf "$OUT/$1_layers.tar.gz" -C "$W" "$1"
