@@ -26,7 +26,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelcast.collect.layer_job import ARCH2_DECODE, ARCH2_MODELS, ARCH2_PREFILL, ARCH_MODELS
+from kernelcast.collect.layer_job import (
+    ARCH2_DECODE,
+    ARCH2_MODELS,
+    ARCH2_PREFILL,
+    ARCH5_DECODE,
+    ARCH5_MODELS,
+    ARCH5_PREFILL,
+    ARCH_MODELS,
+)
 from kernelcast.features.inductor import compile_code
 
 REPEATS = 5
@@ -110,6 +118,12 @@ ARCH3_LAYER_POINTS = (("prefill", 1, 1200, 0), ("decode", 16, 1, 600))
 #: test set of their own at the first points
 HYBRID_LAYER_MODELS = tuple((name, 1) for name in sorted(HYBRIDS))
 
+#: a fourth sealed compiled set (nineteenth session): the fifth eager layer set's architectures (Llama 4, Gemma 4,
+#: GLM-5, DeepSeek-V3.2, …) at its points, compiled
+ARCH5_LAYER_POINTS = tuple(("prefill", b, s, 0) for b, s in ARCH5_PREFILL) + tuple(
+    ("decode", b, 1, c) for b, c in ARCH5_DECODE
+)
+
 #: --layer-models: the layer tasks of each set, a union of (models × points) products
 LAYER_SETS = {
     "fit": ((LAYER_MODELS, LAYER_POINTS),),
@@ -125,6 +139,7 @@ LAYER_SETS = {
     "train3": ((TRAIN_LAYER_MODELS, TRAIN3_LAYER_POINTS),),
     "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
     "hybrid": ((HYBRID_LAYER_MODELS, LAYER_POINTS),),
+    "arch5": ((ARCH5_MODELS, ARCH5_LAYER_POINTS),),
     # Qwen3.5's hybrids at the training points (Nemotron's ran out of memory beside the other compile workers)
     "hybridtrain": (
         (tuple(m for m in HYBRID_LAYER_MODELS if m[0].startswith("qwen3_5")), TRAIN_LAYER_POINTS + TRAIN2_LAYER_POINTS),

@@ -501,13 +501,11 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0, inputs
         if shapes is None:  # a recurrent layer (linear attention, SSM): fixed-size state, primed by one token
             _one_token(model, layer, hidden, cache, cache_key, inputs)
         else:
-            keys, values = shapes
+            full = {n: mk(*shape[:-2], context, shape[-1], device=dev, dtype=dtype) for n, shape in shapes.items()}
             for i in range(index + 1):  # a lead layer holds the same context (its keys are shaped alike)
-                cache.update(
-                    mk(*keys[:2], context, keys[3], device=dev, dtype=dtype),
-                    mk(*values[:2], context, values[3], device=dev, dtype=dtype),
-                    i,
-                )
+                cache.update(full["keys"], full["values"], i)
+                for name in shapes.keys() - {"keys", "values"}:
+                    getattr(cache.layers[i], EXTRA_CACHES[name])(full[name])
     positions = torch.arange(context, context + seq, device=dev)
     args, kwargs, how = _inputs(model, layer, hidden, positions, cache, cache_key, inputs)
     return LayerCall(layer, args, kwargs, _restore(cache, seq, index), batch * seq, cache_key, how, index)
@@ -544,10 +542,16 @@ def _one_token(model, layer, hidden, cache, cache_key: str, inputs: str) -> None
             ) from None
 
 
-def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """The shapes of what ``layer`` caches for one token, (batch, heads, 1, key dim) and the values': read from a
-    one-token call into a scratch cache, so every architecture's own layout comes out (MQA's one head, MLA's
-    compressed latent and rotary key). None for a layer that keeps a recurrent state instead of keys and values."""
+#: what a cache layer holds per token besides its keys and values, and the method that appends to it: DSA's indexer
+#: keys ((batch, tokens, index head dim): GLM-5's and DeepSeek-V3.2's sparse indexer scores every cached token)
+EXTRA_CACHES = {"indexer_keys": "update_indexer"}
+
+
+def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> dict[str, tuple[int, ...]] | None:
+    """The shapes of what ``layer`` caches for one token — ``keys`` (batch, heads, 1, key dim), ``values`` alike, and
+    any ``EXTRA_CACHES`` entry (its token axis second to last too): read from a one-token call into a scratch cache,
+    so every architecture's own layout comes out (MQA's one head, MLA's compressed latent and rotary key). None for a
+    layer that keeps a recurrent state instead of keys and values."""
     from transformers import DynamicCache
 
     scratch = DynamicCache(config=model.config)
@@ -555,7 +559,8 @@ def _cached_shapes(model, layer, hidden, cache_key: str, inputs: str) -> tuple[t
     cached = scratch.layers[layer_index(model)]
     if getattr(cached, "keys", None) is None:
         return None
-    return tuple(cached.keys.shape), tuple(cached.values.shape)
+    names = ("keys", "values", *(n for n in EXTRA_CACHES if getattr(cached, n, None) is not None))
+    return {n: tuple(getattr(cached, n).shape) for n in names}
 
 
 def _restore(cache, seq: int, index: int = 0) -> Callable[[], None]:
@@ -578,10 +583,11 @@ def _restore(cache, seq: int, index: int = 0) -> Callable[[], None]:
                 vars(layer).update(blank)
 
         return empty
-    keys, values = layer.keys, layer.values
+    state = {n: getattr(layer, n) for n in ("keys", "values", *EXTRA_CACHES) if getattr(layer, n, None) is not None}
 
     def restore() -> None:
-        layer.keys, layer.values = keys, values
+        for name, tensor in state.items():
+            setattr(layer, name, tensor)
 
     return restore
 

@@ -325,3 +325,18 @@ def test_tensor_parallel_shards_the_new_architectures_widths():
     assert (maverick["intermediate_size"], maverick["intermediate_size_mlp"]) == (1024, 2048)
     gemma = layers.shard(layers.load_config("gemma4_31b"), 4)  # full-attention layers' own KV heads
     assert (gemma["num_key_value_heads"], gemma["num_global_key_value_heads"]) == (4, 1)
+
+
+@pytest.mark.parametrize("model", ["glm5", "deepseek_v3_2"])
+def test_a_sparse_attention_decode_scores_every_cached_token(model):
+    """DSA's indexer keeps its own keys beside the KV cache: a decode step's cache holds ``context`` of them (once it
+    held none, the indexer scored one key, and the next call failed on the H200 against the mask's length), and
+    ``after()`` puts them back as they were."""
+    m = layers.build_model(layers.load_config(model))
+    call = layers.layer_call(m, "decode", 2, 1, 64)
+    cached = call.kwargs["past_key_values"].layers[layers.layer_index(m)]
+    for _ in range(2):  # the second call is the one that failed
+        assert cached.indexer_keys.shape[-2] == cached.keys.shape[-2] == 64
+        call.fn(*call.args, **call.kwargs)
+        assert cached.indexer_keys.shape[-2] == 65
+        call.after()
