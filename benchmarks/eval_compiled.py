@@ -13,7 +13,7 @@ the output code Inductor writes for the H200 here (torch of this host), and noth
     same order);
 (e) seconds for a one-layer compiled prediction, codegen included.
 
-    python benchmarks/eval_compiled.py [--graphs N] [--workers 2] [--set fit|arch|arch2|arch3|hybrid]
+    python benchmarks/eval_compiled.py [--graphs N] [--workers 2] [--set fit|arch|arch2|arch3|hybrid|arch5]
 
 Prints a table and writes benchmarks/results/eval_compiled.json.
 """
@@ -32,6 +32,14 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets/compiled"
+#: --set: the split each compiled test set's tasks file is named by
+SPLITS = {
+    "arch": "archlayers",
+    "arch2": "archlayers2",
+    "arch3": "archlayers3",
+    "hybrid": "hybridlayers",
+    "arch5": "archlayers5",
+}
 OUT = ROOT / "benchmarks/results/eval_compiled.json"
 GPU = "H200"
 MOE = ("mixtral_8x7b", "qwen3_30b_a3b")
@@ -276,9 +284,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--set",
         default="fit",
-        choices=("fit", "arch", "arch2", "arch3", "hybrid"),
-        help="fit: everything below; arch, arch2, arch3: only the compiled layers of other architectures (the first "
-        "set, the sealed second, the sealed third); hybrid: the hybrid linear-attention and Mamba layers",
+        choices=("fit", *SPLITS),
+        help="fit: everything below; arch, arch2, arch3, arch5: only the compiled layers of other architectures (the "
+        "first set, the sealed second, third and fourth); hybrid: the hybrid linear-attention and Mamba layers",
     )
     args = ap.parse_args(argv)
     if args.set != "fit":
@@ -303,11 +311,13 @@ def arch_layers(which: str) -> int:
     """``--set arch``: the compiled layers of layer_job.ARCH_MODELS (datasets/compiled/…_archlayers_tasks.parquet);
     ``--set arch2``: the sealed second set's (…_archlayers2_tasks.parquet); ``--set arch3``: the sealed third set's
     (…_archlayers3_tasks.parquet: architectures no training pass compiled, and the trained ones at points of their
-    own); ``--set hybrid``: the hybrids' (…_hybridlayers_tasks.parquet). None of them fitted on: device time and
-    fusion speedup per architecture; writes results/eval_compiled_<set>.json."""
+    own); ``--set hybrid``: the hybrids' (…_hybridlayers_tasks.parquet); ``--set arch5``: the sealed fourth set's
+    (…_archlayers5_tasks.parquet: the fifth eager layer set's architectures, Llama 4, Gemma 4, GLM-5, DeepSeek-V3.2, …).
+    None of them fitted on: device time and fusion speedup per architecture; writes
+    results/eval_compiled_<set>.json."""
     t0 = time.time()
-    split = {"arch": "archlayers", "arch2": "archlayers2", "arch3": "archlayers3", "hybrid": "hybridlayers"}[which]
-    rows = layer_rows(pd.read_parquet(DATA / f"kernelcast_h200_sxm_20261204_{split}_tasks.parquet"))
+    (path,) = DATA.glob(f"kernelcast_h200_sxm_*_{SPLITS[which]}_tasks.parquet")
+    rows = layer_rows(pd.read_parquet(path))
     ok = [r for r in rows if "error" not in r]
     res = {"gpu": GPU, "layers": {}, "speedup": {}, "errors": [r for r in rows if "error" in r]}
     L = pd.DataFrame(ok)

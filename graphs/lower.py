@@ -599,9 +599,10 @@ def _attention(rec: OpRecord, gpu: str) -> Lowered:
     b, hq, sq, d = q.shape[-4:] if len(q.shape) == 4 else (1, *q.shape[-3:])
     hkv, skv = k.shape[-3], k.shape[-2]
     causal = bool(opts.get("is_causal", False))
+    mask = opts.get("attn_mask")
     assumption = ""
-    if opts.get("attn_mask") is not None:
-        assumption = "an explicit attn_mask predicted as the unmasked kernel"
+    if mask is not None:
+        assumption = MASK_NOTE
     dh = max(d, v.shape[-1])
     desc = {
         "op": "attention",
@@ -615,4 +616,27 @@ def _attention(rec: OpRecord, gpu: str) -> Lowered:
         "head_dim": -(-dh // 8) * 8,
         "causal": causal and sq <= skv,
     }
-    return Lowered("sdpa", (desc,), assumption=assumption)
+    return Lowered("sdpa", (desc, *_bool_mask_kernels(mask, q)), assumption=assumption)
+
+
+#: what SDPA does with an explicit mask on the H200 (torch 2.11; datasets/layers/…_sdpa_masks.jsonl, 279 shapes)
+MASK_NOTE = (
+    "an explicit attn_mask: predicted as the unmasked, non-causal kernel over every key (a bool mask adds its "
+    "conversion to an additive one); measured on the H200, cuDNN's kernel that reads the mask runs 1.0-4.5x that "
+    "(median 1.8x: prefill 2-4x, decode ~1.1x), and where torch takes the memory-efficient kernel instead "
+    "(Gemma 4's layers) 3-5x: an underestimate"
+)
+
+
+def _bool_mask_kernels(mask: Any, q: TensorMeta) -> tuple[dict, ...]:
+    """The kernels SDPA launches to turn a bool ``mask`` into an additive one in ``q``'s dtype before attention (on
+    the H200: two one-element fills, 0 and -inf, then a select over the mask's shape, strided where it is
+    broadcast); none for an additive mask or none."""
+    if not isinstance(mask, TensorMeta) or mask.dtype != "bool":
+        return ()
+    scalar = TensorMeta((), (), q.dtype, True)
+    fill = _pointwise(OpRecord("aten.full.default", (), {}, (scalar,)), "fill").descs
+    strides = tuple(math.prod(mask.shape[i + 1 :]) for i in range(len(mask.shape)))
+    out = TensorMeta(mask.shape, strides, q.dtype, True)
+    select = _pointwise(OpRecord("aten.where.ScalarOther", (mask, scalar, scalar), {}, (out,)), "where").descs
+    return (*fill, *fill, *select)
