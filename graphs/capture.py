@@ -119,7 +119,9 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
                 rest = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), a[3:]), **kw)
                 if runs_math_sdpa(q, k, rest.get("enable_gqa", False)):
                     return math_sdpa(q, k, v, **rest)  # recorded op by op, as the GPU runs it
-                cap.ops.append(OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), _meta(rest), (), ""))
+                cap.ops.append(
+                    OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), {n: _meta(x) for n, x in rest.items()}, (), "")
+                )
                 state["paused"] = True
                 try:
                     return torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
