@@ -221,9 +221,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     data, out = SETS[args.set]
     if not data.is_file():
-        p.error(
-            f"--set {args.set}: {data} is not measured yet (benchmarks/results/collect_h200_20261205_s19.sh collects it)"
-        )
+        p.error(f"--set {args.set}: {data} is not measured yet (collect/layer_job.py --models {args.set} collects it)")
     rows = predictions(data)
     if args.fit:
         fit_l2(rows)

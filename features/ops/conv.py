@@ -7,7 +7,9 @@ That kernel is bound by its per-output work (index arithmetic and a loop over th
 measured inside the hybrid layer sets on the H200 (prefill over a strided, channels-last view and decode over the
 contiguous cache window alike) run at ~10.6 ps per output with 4 taps, several times their memory floor. The
 analytical answer is that rate, in SM cycles per tap, plus one kernel's fixed time
-(``benchmarks/eval_hybrid_kernels.py`` fits and checks it).
+(``benchmarks/eval_hybrid_kernels.py`` fits and checks it). Standalone rows (nineteenth session) show its limits: other
+tap counts do not scale with the taps (2 taps -45%, 7 taps +50%), and fp16 runs cuDNN's ``conv1D_NCHW_general``; the
+learned model trained on them answers where it covers (benchmarks/RESULTS.md §35).
 """
 
 from __future__ import annotations
