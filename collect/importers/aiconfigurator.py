@@ -41,6 +41,7 @@ from kernelcast.collect.dataset import ROW_ID_COLUMNS, SCHEMA_KEY, SCHEMA_VERSIO
 from kernelcast.features.desc import op_fields, row_keys
 from kernelcast.features.fields import DTYPE_BYTES
 from kernelcast.features.gpu import resolve_gpu_name
+from kernelcast.features.ops import get_op
 from kernelcast.features.validate import validate_frame
 
 SOURCE = "aiconfigurator"
@@ -241,6 +242,13 @@ def _desc_fields(op: str) -> list[str]:
     return [n for n in op_fields(op) if n not in ("op", "gpu", "config")]
 
 
+def _default(op: str, name: str):
+    default = get_op(op).fields[name].default
+    if default is None:
+        raise KeyError(f"aiconfigurator's {op} tables hold no {name!r} and the field has no default")
+    return default
+
+
 def map_table(f: TableFile, skips: Counter) -> pd.DataFrame:
     """One table's rows as description columns + latency_us + extras (not yet validated)."""
     raw = pd.read_parquet(f.path)
@@ -251,7 +259,8 @@ def map_table(f: TableFile, skips: Counter) -> pd.DataFrame:
     device = out["device"] if "device" in out else None
     return pd.DataFrame(
         {
-            **{name: out[name].to_numpy() for name in _desc_fields(f.op)},
+            # a field its tables do not hold (attention's ``mask``) takes the field's default
+            **{name: out[name].to_numpy() if name in out else _default(f.op, name) for name in _desc_fields(f.op)},
             "gpu": _gpu(f.system),
             "latency_us": out["latency"].to_numpy() * 1000.0,
             "kernel_source": out["kernel_source"].to_numpy(),

@@ -180,6 +180,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim")
     )
     causal = np.asarray(cols["causal"], dtype=bool)
+    mask = np.asarray(cols["mask"], dtype=np.float64) if "mask" in cols else np.zeros_like(b)
     elem = lookup(cols["dtype"], "bytes")
     pairs = attended_pairs(sq, skv, causal)
     flops = attention_flops(cols)
@@ -209,6 +210,8 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_seq_kv": np.log2(skv),
         "head_dim": d,
         "causal": causal.astype(np.float64),
+        # an explicit mask: read per head (broadcast over them), every key computed
+        "mask_bytes_share": mask * b * hq * sq * skv * 2.0 / (nbytes + mask * b * hq * sq * skv * 2.0),
         "elem_bytes": elem,
         "peak_flops": peak,
         "causal_fraction": pairs / (sq * skv),
@@ -392,7 +395,9 @@ def triton_attention_shared(cols, cfg, elem_bytes) -> np.ndarray:
 SPEC = register(
     OpSpec(
         name="attention",
-        doc="softmax(Q·Kᵀ/√d)·V forward, GQA/MQA by heads_kv, causal masks bottom-right aligned",
+        doc="softmax(Q·Kᵀ/√d)·V forward, GQA/MQA by heads_kv, causal masks bottom-right aligned; `mask`: the kernel "
+        "reads an explicit additive mask of (batch, 1, seq_q, seq_kv) (SDPA's attn_mask, which cuDNN takes as a "
+        "bias over every key)",
         fields={
             "batch": IntField(1, 1 << 16),
             "heads_q": IntField(1, 1024),
@@ -401,6 +406,7 @@ SPEC = register(
             "seq_kv": IntField(1, 1 << 22),
             "head_dim": IntField(8, 1024),
             "causal": BoolField(),
+            "mask": BoolField(default=False),
         },
         dtypes=("bf16", "fp16", "fp8_e4m3"),
         backends=("flash", "cudnn", "triton") + OUTSIDE_BACKENDS,
@@ -411,6 +417,16 @@ SPEC = register(
                 lambda c: f"a multiple of heads_kv={c['heads_kv']}",
             ),
             Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
+            Rule(
+                "mask",
+                lambda c: (
+                    np.logical_not(c["mask"]) | (~np.asarray(c["causal"], dtype=bool) & (c["backend"] == "cudnn"))
+                ),
+                lambda c: (
+                    "false unless causal is false and backend is cudnn (the kernel that reads a mask: SDPA's "
+                    "flash backend takes none, Triton's here has none)"
+                ),
+            ),
             Rule(
                 "seq_q",
                 lambda c: np.logical_or(np.logical_not(c["causal"]), c["seq_q"] <= c["seq_kv"]),
