@@ -1,0 +1,71 @@
+"""SDPA with an explicit mask (nineteenth session): the attention description's ``mask`` field and its rule, what the
+lowering makes of a bool or additive mask, and the measured rows ``collect/masks_merge.py`` writes."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kernelcast import predict_latency
+from kernelcast.collect import masks_merge
+from kernelcast.features.vector import build_features
+from kernelcast.graphs.capture import OpRecord, TensorMeta
+from kernelcast.graphs.lower import MASK_NOTE, MASK_NOTE_OTHER, lower
+
+MASKS = Path(__file__).resolve().parent.parent / "datasets/layers/kernelcast_h200_sxm_20261205_sdpa_masks.jsonl"
+SHAPE = {"batch": 2, "heads_q": 16, "heads_kv": 8, "seq_q": 1024, "seq_kv": 1024, "head_dim": 128}
+
+
+def _desc(**kw):
+    return {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "cudnn", **SHAPE, "causal": False, **kw}
+
+
+def test_the_mask_is_read_per_head_and_only_cudnn_takes_one():
+    f = build_features(pd.DataFrame([_desc(gpu="h200_sxm", mask=True), _desc(gpu="h200_sxm", mask=False)]), "attention")
+    mask_bytes = 2 * 16 * 1024 * 1024 * 2.0  # batch x heads x seq_q x seq_kv, bf16, once per head
+    qkvo = 2 * (2 * 16 * 1024 * 128 * 2) + 2 * (2 * 8 * 1024 * 128 * 2)
+    assert f["mask_bytes_share"].tolist() == pytest.approx([mask_bytes / (qkvo + mask_bytes), 0.0])
+    for bad in (_desc(mask=True, backend="flash"), _desc(mask=True, causal=True)):
+        with pytest.raises(ValueError, match="mask"):
+            predict_latency(bad)
+
+
+def test_a_masked_call_is_predicted_slower_than_the_unmasked_one():
+    # measured on the H200 (sdpa_masks): cuDNN's mask-reading kernel 1.1-4.5x the unmasked one over the same keys
+    masked, plain = predict_latency(_desc(mask=True)), predict_latency(_desc())
+    assert masked.in_distribution and masked.latency_us > 1.2 * plain.latency_us
+
+
+def _sdpa(mask_dtype: str | None) -> OpRecord:
+    q = TensorMeta((2, 16, 1024, 128), (16 * 1024 * 128, 1024 * 128, 128, 1), "bfloat16", True)
+    k = TensorMeta((2, 8, 1024, 128), (8 * 1024 * 128, 1024 * 128, 128, 1), "bfloat16", True)
+    mask = None if mask_dtype is None else TensorMeta((2, 1, 1024, 1024), (0, 0, 1024, 1), mask_dtype, False)
+    return OpRecord("sdpa", (q, k, k), {"attn_mask": mask, "is_causal": mask is None}, ())
+
+
+def test_a_bool_mask_adds_its_conversion_and_marks_the_kernel_where_cudnn_runs():
+    low = lower(_sdpa("bool"), "H200")
+    (attn, *conversion) = low.descs
+    assert attn["mask"] is True and attn["causal"] is False and low.assumption == MASK_NOTE
+    # two one-element fills, then a select against them: one tensor in, bool to bf16 (the elementwise family's cast)
+    assert [d["fn"] for d in conversion] == ["fill", "fill", "cast"] and conversion[-1]["elements"] == 2 * 1024 * 1024
+    additive = lower(_sdpa("bfloat16"), "H200")
+    assert len(additive.descs) == 1 and additive.descs[0]["mask"] is True  # nothing to convert
+    plain = lower(_sdpa(None), "H200")
+    assert plain.descs[0]["mask"] is False and plain.descs[0]["causal"] is True and not plain.assumption
+    a100 = lower(_sdpa("bool"), "A100")  # SDPA runs no mask-reading cuDNN kernel there: the unmasked one, said so
+    assert a100.descs[0]["backend"] == "flash" and a100.descs[0]["mask"] is False and a100.assumption == MASK_NOTE_OTHER
+
+
+def test_masks_merge_keeps_one_row_per_shape_and_splits_by_shape():
+    records = [json.loads(line) for line in MASKS.read_text().splitlines()]
+    split = masks_merge.split_rows(records, "20261205", "abc1234")
+    rows = split["masked"] + split["maskedtest"]
+    assert len(rows) == len({tuple(r["shape"]) for r in records}) == 279
+    assert {r["desc_key"] for r in split["masked"]}.isdisjoint(r["desc_key"] for r in split["maskedtest"])
+    assert 0.15 < len(split["maskedtest"]) / len(rows) < 0.35
+    additive = next(r for r in records if r["mask"] == masks_merge.LABEL_MASK)
+    row = masks_merge.attention_row(additive, "20261205", None)
+    assert row["mask"] and not row["causal"] and row["backend"] == "cudnn"
+    assert not any("elementwise" in name for name in row["kernel_names"].split(";"))  # no conversion kernels
