@@ -388,9 +388,10 @@ MASK_MAX_ELEMENTS = 1 << 28
 
 
 def mask_shapes(n: int, seed: int = 0) -> list[tuple[int, ...]]:
-    """``MASK_SHAPES`` then ``n`` shapes drawn log-uniform over what models pass SDPA with a mask: prefills of 16 to
-    16,384 tokens (a fifth of them chunks at the end of a longer cache), decode steps over 64 to 32,768 keys, batch 1-64
-    (decode 1-256), 1-32 KV heads sharing 1-8 query heads each (at most 128), head dims 64-256 and windows 64-8,192."""
+    """``MASK_SHAPES`` (seed 0 only: another seed is a fresh draw, a test set of its own) then ``n`` shapes drawn
+    log-uniform over what models pass SDPA with a mask: prefills of 16 to 16,384 tokens (a fifth of them chunks at the
+    end of a longer cache), decode steps over 64 to 32,768 keys, batch 1-64 (decode 1-256), 1-32 KV heads sharing 1-8
+    query heads each (at most 128), head dims 64-256 and windows 64-8,192."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -398,8 +399,9 @@ def mask_shapes(n: int, seed: int = 0) -> list[tuple[int, ...]]:
     def logu(lo: float, hi: float) -> int:
         return int(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi))))))
 
-    shapes = list(MASK_SHAPES)
-    while len(shapes) < len(MASK_SHAPES) + n:
+    shapes = list(MASK_SHAPES) if seed == 0 else []
+    first = len(shapes)
+    while len(shapes) < first + n:
         hkv = int(rng.choice((1, 2, 4, 8, 16, 32)))
         hq = min(128, hkv * int(rng.choice((1, 2, 4, 8))))
         d = int(rng.choice((64, 80, 96, 128, 192, 256)))
@@ -430,7 +432,7 @@ def sdpa_masks(sq: int, skv: int, window: int, dtype) -> dict:
     return {"is_causal": None, "causal_bool": causal, "window_bool": sliding, "window_additive": additive}
 
 
-def run_sdpa_masks(out: Path, n: int, budget_s: float) -> None:
+def run_sdpa_masks(out: Path, n: int, budget_s: float, seed: int = 0) -> None:
     """Each of ``mask_shapes(n)``'s shapes called with each of its masks (one profiler session a shape), until
     ``budget_s`` seconds have passed; a shape whose calls fail together is retried mask by mask, recording which
     fail."""
@@ -440,7 +442,7 @@ def run_sdpa_masks(out: Path, n: int, budget_s: float) -> None:
     t0 = time.time()
     path = out / "sdpa_masks.jsonl"
     done = _done(path, ("shape", "mask", "window"))
-    for b, hq, hkv, sq, skv, d, window in mask_shapes(n):
+    for b, hq, hkv, sq, skv, d, window in mask_shapes(n, seed):
         if time.time() - t0 > budget_s:
             break
         shape = (b, hq, hkv, sq, skv, d)
@@ -476,6 +478,39 @@ def run_sdpa_masks(out: Path, n: int, budget_s: float) -> None:
             _append(path, row)
         del q, k, v, calls
         torch.cuda.empty_cache()
+
+
+#: (batch, query heads, query length, head dim, window) of ``run_sdpa_backend``: Gemma 4 31B's sliding layer, 1 x 1,500
+BACKEND_SHAPE = (1, 32, 1500, 256, 1024)
+
+
+def sdpa_backend_calls(q, k, v, mask) -> dict:
+    """The calls ``run_sdpa_backend`` times: Gemma 4's SDPA (scale 1.0) and Gemma 3's (the default scale), each with
+    separate values and with the keys passed as the values."""
+    import torch.nn.functional as F
+
+    return {
+        f"scale_{name}_{values}": functools.partial(
+            F.scaled_dot_product_attention, q, k, k if values == "keys" else v, attn_mask=mask, scale=scale
+        )
+        for name, scale in (("1", 1.0), ("default", None))
+        for values in ("own", "keys")
+    }
+
+
+def run_sdpa_backend(out: Path) -> None:
+    """Which SDPA kernel a call with a bool mask takes at Gemma 4's scale of 1.0, and with its keys passed as values
+    (on the H200 Gemma 4's layers ran PyTorch's memory-efficient kernel where Gemma 3's ran cuDNN)."""
+    import torch
+
+    b, h, s, d, window = BACKEND_SHAPE
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    mask = sdpa_masks(s, s, window, torch.bfloat16)["window_bool"].to("cuda")[None, None].expand(b, 1, s, s)
+    calls = sdpa_backend_calls(q, k, v, mask)
+    for name, segs in zip(calls, time_calls(list(calls.values()), repeats=3)):
+        med = sorted(segs, key=lambda seg: _summary(seg)[0])[len(segs) // 2]
+        _append(out / "sdpa_backend.jsonl", {"shape": list(BACKEND_SHAPE), "call": name,
+                                             "kernels": [[e.name[:160], e.dur_ns / 1e3] for e in med]})  # fmt: skip
 
 
 #: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``
@@ -527,10 +562,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--budget-s", type=float, default=400.0, help="layers: no new model after this many s")
     p.add_argument(
-        "--parts", default="sdpa,launch,layers", help="comma-separated: sdpa, sdpa_masks, launch, layers, trace, once"
+        "--parts",
+        default="sdpa,launch,layers",
+        help="comma-separated: sdpa, sdpa_masks, sdpa_backend, launch, layers, trace, once",
     )
     p.add_argument("--mask-shapes", type=int, default=150, help="random shapes sdpa_masks adds to its fixed four")
     p.add_argument("--mask-budget-s", type=float, default=60.0, help="sdpa_masks starts no new shape after this")
+    p.add_argument("--mask-seed", type=int, default=0, help="sdpa_masks' draw (0: the fixed four shapes first)")
     p.add_argument("--models", default="fit", choices=tuple(MODEL_SETS), help="the layers' model set")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -539,7 +577,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "sdpa" in parts:
         run_sdpa(out)
     if "sdpa_masks" in parts:
-        run_sdpa_masks(out, args.mask_shapes, args.mask_budget_s)
+        run_sdpa_masks(out, args.mask_shapes, args.mask_budget_s, args.mask_seed)
+    if "sdpa_backend" in parts:
+        run_sdpa_backend(out)
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:

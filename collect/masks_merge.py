@@ -1,7 +1,8 @@
 """SDPA calls with an explicit mask (``layer_job --parts sdpa_masks``) as attention rows: one per measured shape, its
 label the call with the additive window mask (cuDNN's mask-reading kernel and its memset, no conversion kernels:
 ``graphs/lower.py`` lowers a bool mask's conversion on its own), ``mask = True``, ``causal = False``. A quarter of
-the shapes, chosen by a hash of the shape, go to a test file, the rest to a training file.
+the shapes, chosen by a hash of the shape, go to a test file, the rest to a training file; ``--test NAME`` writes
+every row to one test file (a fresh draw: ``layer_job --mask-seed``).
 
     python -m kernelcast.collect.masks_merge datasets/layers/kernelcast_h200_sxm_20261205_sdpa_masks.jsonl \
         --day 20261205 --git-rev 4503d92
@@ -74,11 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--datasets", default="datasets")
     p.add_argument("--day", required=True, help="yyyymmdd of the measurement")
     p.add_argument("--git-rev", default=None)
+    p.add_argument("--test", default=None, help="write every row to the test file <day>_<TEST>.parquet")
     args = p.parse_args(argv)
     records = [json.loads(line) for line in Path(args.raw).read_text().splitlines() if line.strip()]
     out = Path(args.datasets) / "attention"
     out.mkdir(parents=True, exist_ok=True)
-    for split, rows in split_rows(records, args.day, args.git_rev).items():
+    splits = split_rows(records, args.day, args.git_rev)
+    if args.test:
+        splits = {args.test: [row for rows in splits.values() for row in rows]}
+    for split, rows in splits.items():
         path = out / f"kernelcast_{PROVENANCE['gpu']}_{args.day}_{split}.parquet"
         write_atomic(pa.Table.from_pylist(rows), path, compression="zstd")
         print(f"{split}: {len(rows)} rows -> {path}")

@@ -36,9 +36,9 @@ def test_the_fifth_layer_set_is_callable_on_meta_tensors():
 
 
 def test_random_mask_shapes_are_reproducible_and_bounded():
-    shapes = layer_job.mask_shapes(200, seed=3)
+    shapes = layer_job.mask_shapes(200)
     assert shapes[: len(layer_job.MASK_SHAPES)] == list(layer_job.MASK_SHAPES)
-    assert shapes == layer_job.mask_shapes(200, seed=3) and shapes != layer_job.mask_shapes(200, seed=4)
+    assert shapes == layer_job.mask_shapes(200) and shapes != layer_job.mask_shapes(200, seed=4)
     assert len(shapes) == len(layer_job.MASK_SHAPES) + 200
     for b, hq, hkv, sq, skv, d, window in shapes:
         assert hq % hkv == 0 and hq <= 128 and skv >= sq >= 1 and window >= 64 and d in (64, 80, 96, 128, 192, 256)
@@ -46,6 +46,21 @@ def test_random_mask_shapes_are_reproducible_and_bounded():
     decode = [s for s in shapes if s[3] == 1]
     assert 0.2 < len(decode) / len(shapes) < 0.4  # about a third decode steps
     assert any(s[4] > s[3] > 1 for s in shapes)  # chunks at the end of a longer cache
+
+
+def test_another_seed_is_a_fresh_draw_without_the_fixed_shapes():
+    fresh = layer_job.mask_shapes(50, seed=1)
+    assert len(fresh) == 50 and not set(fresh) & set(layer_job.MASK_SHAPES)
+    assert not set(fresh) & set(layer_job.mask_shapes(300))
+
+
+def test_the_backend_probe_calls_gemma_4s_and_gemma_3s_scales_with_own_and_shared_values():
+    q = k = v = torch.randn(1, 2, 8, 16)
+    mask = layer_job.sdpa_masks(8, 8, 4, torch.float32)["window_bool"][None, None]
+    calls = layer_job.sdpa_backend_calls(q, k, v, mask)
+    assert set(calls) == {"scale_1_own", "scale_1_keys", "scale_default_own", "scale_default_keys"}
+    for call in calls.values():
+        assert call().shape == q.shape  # each runs (here on the CPU's math path)
 
 
 def test_a_resumed_run_skips_the_rows_already_written(tmp_path):
