@@ -140,6 +140,12 @@ def _summary(seg: list[KernelEvent]) -> tuple[float, float]:
     return device, span
 
 
+def median_kernels(segs: list[list[KernelEvent]]) -> list[list]:
+    """The (name, µs) of every kernel of the median call (by device time) of ``segs``, one timed call each."""
+    med = sorted(segs, key=lambda seg: _summary(seg)[0])[len(segs) // 2]
+    return [[e.name[:160], e.dur_ns / 1e3] for e in med]
+
+
 def host_probe(buf, n: int = PROBE_LAUNCHES) -> float:
     """µs the host takes to issue one small eager op (``buf.add_(1)``: Python, the dispatcher, one kernel launch), over
     ``n`` back-to-back issues on an idle GPU. The host's speed moves (the H200 host ran at two, ~1.75x apart, within
@@ -264,8 +270,7 @@ def run_layers(out: Path, budget_s: float, t0: float, model_set: str = "fit") ->
                     (segs,) = time_calls([eager], between=probe)
                     row["eager"] = _stats(segs)
                     row["eager"]["host_probe_us"] = [round(x, 3) for x in probes]  # one per timed repeat
-                    med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
-                    row["eager"]["kernel_list"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
+                    row["eager"]["kernel_list"] = median_kernels(segs)
                     try:
                         replay = as_graph(lambda call=call: call.fn(*call.args, **call.kwargs), call.after)
                         (gsegs,) = time_calls([replay])
@@ -472,8 +477,7 @@ def run_sdpa_masks(out: Path, n: int, budget_s: float, seed: int = 0) -> None:
             if isinstance(segs, str):
                 row["error"] = segs
             else:
-                med = sorted(segs, key=lambda s: _summary(s)[0])[len(segs) // 2]
-                row["kernels"] = [[e.name[:160], e.dur_ns / 1e3] for e in med]
+                row["kernels"] = median_kernels(segs)
                 row["device_us"] = [_summary(s)[0] for s in segs]
             _append(path, row)
         del q, k, v, calls
@@ -508,9 +512,9 @@ def run_sdpa_backend(out: Path) -> None:
     mask = sdpa_masks(s, s, window, torch.bfloat16)["window_bool"].to("cuda")[None, None].expand(b, 1, s, s)
     calls = sdpa_backend_calls(q, k, v, mask)
     for name, segs in zip(calls, time_calls(list(calls.values()), repeats=3)):
-        med = sorted(segs, key=lambda seg: _summary(seg)[0])[len(segs) // 2]
-        _append(out / "sdpa_backend.jsonl", {"shape": list(BACKEND_SHAPE), "call": name,
-                                             "kernels": [[e.name[:160], e.dur_ns / 1e3] for e in med]})  # fmt: skip
+        _append(
+            out / "sdpa_backend.jsonl", {"shape": list(BACKEND_SHAPE), "call": name, "kernels": median_kernels(segs)}
+        )
 
 
 #: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``

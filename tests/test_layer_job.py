@@ -63,6 +63,16 @@ def test_the_backend_probe_calls_gemma_4s_and_gemma_3s_scales_with_own_and_share
         assert call().shape == q.shape  # each runs (here on the CPU's math path)
 
 
+def test_the_kernels_kept_are_the_median_calls():
+    from kernelcast.collect.timers import KernelEvent
+
+    def call(*durations_us):
+        return [KernelEvent(f"k{i}", 1000 * i, int(us * 1000)) for i, us in enumerate(durations_us)]
+
+    segs = [call(5.0, 1.0), call(1.0, 1.0), call(3.0, 1.0)]  # device times 6, 2 and 4 µs: the median is the third
+    assert layer_job.median_kernels(segs) == [["k0", 3.0], ["k1", 1.0]]
+
+
 def test_a_resumed_run_skips_the_rows_already_written(tmp_path):
     path = tmp_path / "sdpa_masks.jsonl"
     assert layer_job._done(path, ("shape", "mask", "window")) == set()  # nothing written yet

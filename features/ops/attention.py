@@ -181,6 +181,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     )
     causal = np.asarray(cols["causal"], dtype=bool)
     mask = np.asarray(cols["mask"], dtype=np.float64) if "mask" in cols else np.zeros_like(b)
+    mask_bytes = mask * b * hq * sq * skv * 2.0  # an explicit mask: read per head (broadcast over them)
     elem = lookup(cols["dtype"], "bytes")
     pairs = attended_pairs(sq, skv, causal)
     flops = attention_flops(cols)
@@ -210,8 +211,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_seq_kv": np.log2(skv),
         "head_dim": d,
         "causal": causal.astype(np.float64),
-        # an explicit mask: read per head (broadcast over them), every key computed
-        "mask_bytes_share": mask * b * hq * sq * skv * 2.0 / (nbytes + mask * b * hq * sq * skv * 2.0),
+        "mask_bytes_share": mask_bytes / (nbytes + mask_bytes),
         "elem_bytes": elem,
         "peak_flops": peak,
         "causal_fraction": pairs / (sq * skv),
