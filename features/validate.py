@@ -68,7 +68,7 @@ def _fields(op: str) -> dict[str, Field]:
     return {
         "gpu": GPU_FIELD,
         "dtype": ChoiceField(spec.dtypes, canon=canonical_dtype),
-        "backend": ChoiceField(spec.backends),
+        "backend": ChoiceField(spec.all_backends()),
         **spec.fields,
         "config": config,
     }

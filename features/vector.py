@@ -48,7 +48,7 @@ def categories(op: str) -> dict[str, tuple[str, ...]]:
         if name == "source":
             out[name] = SOURCES
         elif name == "backend":
-            out[name] = spec.backends
+            out[name] = spec.backends  # the unmeasured ones get no column: no model has seen them
         elif name == "dtype":
             out[name] = spec.dtypes
         else:

@@ -70,16 +70,26 @@ class CaptureError(RuntimeError):
     """The call could not run on meta tensors: names the op that failed and why."""
 
 
-def runs_math_sdpa(q, k, enable_gqa: bool) -> bool:
+#: the largest head_dim SDPA's flash and cuDNN backends take (torch 2.11); past it torch runs the memory-efficient
+#: kernel (measured on the H200: Gemma 4's full-attention layers, head_dim 512, ran ``fmha_cutlassF…_32x128_gmem``)
+FUSED_MAX_HEAD_DIM = 256
+
+
+def runs_math_sdpa(q, k, enable_gqa: bool, v=None) -> bool:
     """Whether torch 2.11 on a GPU sends this SDPA call to its math backend: no fused kernel (flash, cuDNN,
-    memory-efficient) takes query and key/value head counts that differ unless ``enable_gqa`` says to group them."""
-    return q.shape[-3] != k.shape[-3] and not enable_gqa
+    memory-efficient) takes query and key/value head counts that differ unless ``enable_gqa`` says to group them, and
+    the memory-efficient kernel, the only one past ``FUSED_MAX_HEAD_DIM``, does not group them."""
+    if q.shape[-3] == k.shape[-3]:
+        return False
+    head_dim = max(q.shape[-1], v.shape[-1] if v is not None else 0)
+    return not enable_gqa or head_dim > FUSED_MAX_HEAD_DIM
 
 
 def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """SDPA's math backend as torch 2.11 runs it on a GPU, in the aten ops it launches: what torch falls back to when no
     fused kernel takes the call — query and key/value head counts that differ without ``enable_gqa`` (Falcon's
-    multi-query attention calls SDPA so): fp16/bf16 inputs upcast to fp32, q and k each scaled by √scale, a causal mask
+    multi-query attention calls SDPA so), or with it past head_dim 256 (K and V repeated per group): fp16/bf16 inputs
+    upcast to fp32, q and k each scaled by √scale, a causal mask
     built as a bool ``tril`` and turned additive, two fp32 matmuls broadcasting the heads, a softmax that zeroes fully
     masked rows (``_safe_softmax``: softmax, isneginf, all, where), the output cast back."""
     import torch
@@ -87,6 +97,9 @@ def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=Non
     dtype = q.dtype
     if dtype in (torch.float16, torch.bfloat16):
         q, k, v = q.float(), k.float(), v.float()
+    if enable_gqa and q.shape[-3] != k.shape[-3]:  # grouped heads (past the fused kernels' head_dim): repeated
+        group = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(group, -3), v.repeat_interleave(group, -3)
     root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
     q = q * root
     if is_causal:
@@ -117,7 +130,7 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
             if func is F.scaled_dot_product_attention:
                 q, k, v = a[:3]
                 rest = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), a[3:]), **kw)
-                if runs_math_sdpa(q, k, rest.get("enable_gqa", False)):
+                if runs_math_sdpa(q, k, rest.get("enable_gqa", False), v):
                     return math_sdpa(q, k, v, **rest)  # recorded op by op, as the GPU runs it
                 cap.ops.append(
                     OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), {n: _meta(x) for n, x in rest.items()}, (), "")

@@ -27,7 +27,7 @@ from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.fused import describe
 from kernelcast.graphs import host
 from kernelcast.graphs.capture import OpRecord, TensorMeta
-from kernelcast.graphs.lower import lower
+from kernelcast.graphs.lower import EFFICIENT_NOTE, lower
 from kernelcast.graphs.predict import KERNEL_COLUMNS, L2_WRITEBACK, WorkloadPrediction, in_sequence, workload_totals
 from kernelcast.predictors.dispatch import predict_many
 
@@ -279,9 +279,9 @@ def _sdpa(fn: str, op: str, args, kwargs, gpu: str, region) -> Launch:
     if not all(isinstance(t, TensorMeta) and len(t.shape) == 4 for t in (q, k, v)):
         return Launch(fn, f"aten.{op}", None, None, *region, note=f"{op}: q/k/v shapes are not in the code")
     causal = bool(kwargs.get("is_causal", args[causal_at] if len(args) > causal_at else False))
-    note = ""
-    if backend == "efficient":
-        note, backend = "memory-efficient SDPA predicted as the flash kernel (no efficient-attention model)", "flash"
+    note = EFFICIENT_NOTE if backend == "efficient" else ""
+    # cuDNN's and the memory-efficient kernel's fourth argument is the mask (flash's takes none)
+    mask = backend != "flash" and isinstance(kwargs.get("attn_bias", args[3] if len(args) > 3 else None), TensorMeta)
     b, hq, sq, d = q.shape
     desc = {
         "op": "attention",
@@ -294,6 +294,7 @@ def _sdpa(fn: str, op: str, args, kwargs, gpu: str, region) -> Launch:
         "seq_kv": k.shape[2],
         "head_dim": -(-max(d, v.shape[-1]) // 8) * 8,
         "causal": causal and sq <= k.shape[2],
+        "mask": mask and not causal,
     }
     return Launch(fn, f"aten.{op}", "attention", desc, *region, note=note)
 

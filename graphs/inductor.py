@@ -25,8 +25,8 @@ OFFLINE_OPTIONS = {"compile_threads": 1}
 
 def _fused_attention(spec: GpuSpec):
     """A function mode that sends ``F.scaled_dot_product_attention`` to the fused kernel torch picks on ``spec``
-    (``lower.attention_backend``; memory-efficient where that is flash and a mask is given or the dtype is not
-    bf16/fp16). A CPU-only build has no cuda backend chooser, so SDPA on fake cuda tensors would trace as its math
+    (``lower.attention_backend``: memory-efficient past head_dim 256, and where that is flash and a mask is given or the
+    dtype is not bf16/fp16). A CPU-only build has no cuda backend chooser, so SDPA on fake cuda tensors would trace as its math
     path (bmm, softmax, bmm). Flash and cuDNN take grouped-query KV heads as they are; memory-efficient attention does
     not, so a grouped-query call that would go there keeps torch's own (math) path, as on the GPU."""
     import torch
@@ -35,13 +35,12 @@ def _fused_attention(spec: GpuSpec):
 
     aten = torch.ops.aten
 
-    def backend(q, k, attn_mask=None, enable_gqa=False, **_) -> str | None:
-        if runs_math_sdpa(q, k, enable_gqa):  # Falcon's multi-query call: torch's math path, traced as is
+    def backend(q, k, v, attn_mask=None, enable_gqa=False, **_) -> str | None:
+        if runs_math_sdpa(q, k, enable_gqa, v):  # Falcon's multi-query call: torch's math path, traced as is
             return None
         half = q.dtype in (torch.bfloat16, torch.float16)
-        name = attention_backend(spec.name, "bf16" if half else "fp32")
-        if name == "flash" and (attn_mask is not None or not half):
-            name = "efficient"
+        head_dim = max(q.shape[-1], v.shape[-1])
+        name = attention_backend(spec.name, "bf16" if half else "fp32", head_dim, attn_mask is not None)
         grouped = enable_gqa and q.shape[-3] != k.shape[-3]
         return None if name == "efficient" and grouped else name
 
@@ -62,7 +61,7 @@ def _fused_attention(spec: GpuSpec):
             if func is F.scaled_dot_product_attention:
                 names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
                 call = dict(zip(names, args[3:]), **kwargs)
-                name = backend(*args[:2], **call)
+                name = backend(*args[:3], **call)
                 if name is not None:
                     return fused(name, *args[:3], **call)
             return func(*args, **kwargs)

@@ -17,7 +17,7 @@ import numpy as np
 from kernelcast.features.fields import DTYPE_BYTES, canonical_dtype
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops.moe import DISTRIBUTION_RE
-from kernelcast.graphs.capture import OpRecord, TensorMeta
+from kernelcast.graphs.capture import FUSED_MAX_HEAD_DIM, OpRecord, TensorMeta
 
 #: aten ops that launch no kernel: views, metadata changes, allocations
 NO_KERNEL = frozenset(
@@ -202,10 +202,15 @@ def _split3(shape: tuple[int, ...], dims: list[int]) -> tuple[int, int, int, boo
     return outer, reduce, inner, together
 
 
-def attention_backend(gpu: str, dtype: str) -> str:
-    """The SDPA backend torch 2.11 picks: cuDNN on Hopper and Blackwell for bf16/fp16 (every shape of
-    datasets/layers/*_sdpa.jsonl on the H200), flash attention elsewhere."""
-    return "cudnn" if get_gpu(gpu).architecture in ("hopper", "blackwell") and dtype in ("bf16", "fp16") else "flash"
+def attention_backend(gpu: str, dtype: str, head_dim: int = 128, mask: bool = False) -> str:
+    """The SDPA backend torch 2.11 picks for bf16/fp16: cuDNN on Hopper and Blackwell (every shape of
+    datasets/layers/*_sdpa.jsonl on the H200, masked calls too: *_sdpa_masks.jsonl), flash attention elsewhere; the
+    memory-efficient kernel for other dtypes, past ``FUSED_MAX_HEAD_DIM`` and, where the fused backend is flash (which
+    takes no mask), for a call with an explicit mask."""
+    if dtype not in ("bf16", "fp16") or head_dim > FUSED_MAX_HEAD_DIM:
+        return "efficient"
+    fused = "cudnn" if get_gpu(gpu).architecture in ("hopper", "blackwell") else "flash"
+    return "efficient" if mask and fused == "flash" else fused
 
 
 def check_routing(routing: Any) -> Any:
@@ -600,10 +605,13 @@ def _attention(rec: OpRecord, gpu: str) -> Lowered:
     hkv, skv = k.shape[-3], k.shape[-2]
     causal = bool(opts.get("is_causal", False))
     mask = opts.get("attn_mask")
-    backend = attention_backend(gpu, dtype)
-    masked = mask is not None and backend == "cudnn" and not causal
-    assumption = "" if mask is None else MASK_NOTE if masked else MASK_NOTE_OTHER
     dh = max(d, v.shape[-1])
+    backend = attention_backend(gpu, dtype, dh, mask is not None)
+    masked = mask is not None and not causal  # torch refuses a mask beside is_causal; a mask sends flash GPUs to efficient
+    assumption = MASK_NOTE[backend] if masked else ""
+    if backend == "efficient":
+        grouped = GROUPED_EFFICIENT_NOTE if hq != hkv else ""
+        assumption = "; ".join(a for a in (EFFICIENT_NOTE, assumption, grouped) if a)
     desc = {
         "op": "attention",
         "dtype": dtype,
@@ -620,14 +628,23 @@ def _attention(rec: OpRecord, gpu: str) -> Lowered:
     return Lowered("sdpa", (desc, *_bool_mask_kernels(mask, q)), assumption=assumption)
 
 
-#: what SDPA does with an explicit mask on the H200 (torch 2.11; datasets/layers/…_sdpa_masks.jsonl, 279 shapes)
-MASK_NOTE = (
-    "an explicit attn_mask: cuDNN's kernel that reads it over every key (attention mask=true; trained on 203 H200 "
-    "shapes, 21% median on 76 held out), after a bool mask's conversion to an additive one; where torch takes the "
-    "memory-efficient kernel instead (Gemma 4's layers: 3-5x cuDNN's unmasked time) it is not modelled"
+#: what SDPA does with an explicit mask, by the backend that reads it: on the H200 (torch 2.11;
+#: datasets/layers/…_sdpa_masks.jsonl, 279 shapes) cuDNN's kernel reads it over every key
+MASK_NOTE = {
+    "cudnn": (
+        "an explicit attn_mask: cuDNN's kernel that reads it over every key (attention mask=true; trained on 203 H200 "
+        "shapes, 21% median on 76 held out), after a bool mask's conversion to an additive one"
+    ),
+    "efficient": "an explicit attn_mask: the memory-efficient kernel reads it as a bias over every key",
+}
+#: said with every call lowered to the memory-efficient kernel
+EFFICIENT_NOTE = (
+    f"SDPA's memory-efficient kernel (head_dim past {FUSED_MAX_HEAD_DIM}, or a mask where flash is the fused backend): "
+    "answered analytically, no measured row of it yet"
 )
-#: the same where SDPA's backend is not cuDNN (the mask-reading kernel was measured on the H200 only)
-MASK_NOTE_OTHER = "an explicit attn_mask predicted as the unmasked, non-causal kernel over every key (an underestimate)"
+#: a grouped-query call sent to the memory-efficient kernel by a mask on a flash GPU: torch runs its math path there
+#: (the kernel takes no grouped heads), which the capture, made for no GPU in particular, did not record
+GROUPED_EFFICIENT_NOTE = "grouped-query heads: torch runs SDPA's math path here, predicted as the fused kernel"
 
 
 def _bool_mask_kernels(mask: Any, q: TensorMeta) -> tuple[dict, ...]:

@@ -50,6 +50,10 @@ SDPA_CAUSAL = {
     "_scaled_dot_product_efficient_attention": 6,
     "_efficient_attention_forward": 7,
 }
+#: SDPA ops of the profiler whose fourth argument is the mask (an additive bias; flash's take none)
+SDPA_BIAS = frozenset(
+    ("_scaled_dot_product_cudnn_attention", "_scaled_dot_product_efficient_attention", "_efficient_attention_forward")
+)
 TABLE_COLUMNS = (
     "aten_op",
     "kernels",
@@ -130,7 +134,9 @@ def rebuild(op: dict) -> OpRecord:
     if name in SDPA_CAUSAL:
         q, k, v = args[:3]
         causal = bool(args[SDPA_CAUSAL[name]]) if len(args) > SDPA_CAUSAL[name] else False
-        return OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), {"is_causal": causal}, ())
+        bias = _meta(args[3]) if name in SDPA_BIAS and len(args) > 3 else None
+        opts = {"is_causal": causal, "attn_mask": bias if hasattr(bias, "shape") else None}
+        return OpRecord("sdpa", (_meta(q), _meta(k), _meta(v)), opts, ())
     out = _call_aten(getattr(torch.ops.aten, name), args)
     flat = out if isinstance(out, (list, tuple)) else (out,)
     return OpRecord(
@@ -209,8 +215,8 @@ def read_chrome(path: Path) -> list[dict]:
 def _ncu_family(name: str) -> str:
     n = name.lower()
     for fam, keys in (
+        ("attention", ("sdpa", "flash", "fmha", "attention")),  # before gemm: fmha_cutlassF… is attention
         ("gemm", ("nvjet", "gemm", "cutlass", "splitk", "cublas")),
-        ("attention", ("sdpa", "flash", "fmha", "attention")),
         ("reduction", ("reduce", "softmax", "norm", "topk", "sort", "scan")),
         ("copy", ("cat", "copy", "gather", "index", "scatter")),
         ("elementwise", ("elementwise",)),

@@ -11,7 +11,7 @@ from kernelcast import predict_latency
 from kernelcast.collect import masks_merge
 from kernelcast.features.vector import build_features
 from kernelcast.graphs.capture import OpRecord, TensorMeta
-from kernelcast.graphs.lower import MASK_NOTE, MASK_NOTE_OTHER, lower
+from kernelcast.graphs.lower import EFFICIENT_NOTE, GROUPED_EFFICIENT_NOTE, MASK_NOTE, lower
 
 MASKS = Path(__file__).resolve().parent.parent / "datasets/layers/kernelcast_h200_sxm_20261205_sdpa_masks.jsonl"
 SHAPE = {"batch": 2, "heads_q": 16, "heads_kv": 8, "seq_q": 1024, "seq_kv": 1024, "head_dim": 128}
@@ -47,15 +47,19 @@ def _sdpa(mask_dtype: str | None) -> OpRecord:
 def test_a_bool_mask_adds_its_conversion_and_marks_the_kernel_where_cudnn_runs():
     low = lower(_sdpa("bool"), "H200")
     (attn, *conversion) = low.descs
-    assert attn["mask"] is True and attn["causal"] is False and low.assumption == MASK_NOTE
+    assert attn["mask"] is True and attn["causal"] is False and low.assumption == MASK_NOTE["cudnn"]
     # two one-element fills, then a select against them: one tensor in, bool to bf16 (the elementwise family's cast)
     assert [d["fn"] for d in conversion] == ["fill", "fill", "cast"] and conversion[-1]["elements"] == 2 * 1024 * 1024
     additive = lower(_sdpa("bfloat16"), "H200")
     assert len(additive.descs) == 1 and additive.descs[0]["mask"] is True  # nothing to convert
     plain = lower(_sdpa(None), "H200")
     assert plain.descs[0]["mask"] is False and plain.descs[0]["causal"] is True and not plain.assumption
-    a100 = lower(_sdpa("bool"), "A100")  # SDPA runs no mask-reading cuDNN kernel there: the unmasked one, said so
-    assert a100.descs[0]["backend"] == "flash" and a100.descs[0]["mask"] is False and a100.assumption == MASK_NOTE_OTHER
+    # flash takes no mask: on an A100 the call goes to the memory-efficient kernel, which reads it (analytical); these
+    # grouped heads would take torch's math path there, which the capture could not know: said so
+    a100 = lower(_sdpa("bool"), "A100")
+    assert a100.descs[0]["backend"] == "efficient" and a100.descs[0]["mask"] is True
+    assert a100.assumption == "; ".join((EFFICIENT_NOTE, MASK_NOTE["efficient"], GROUPED_EFFICIENT_NOTE))
+    assert lower(_sdpa(None), "A100").descs[0]["backend"] == "flash"  # no mask: flash, as before
 
 
 def test_masks_merge_keeps_one_row_per_shape_and_splits_by_shape():

@@ -13,9 +13,9 @@ WORKLOADS: dict[str, dict[str, Any]] = {}
 
 def register(op: str, backend: Any) -> Any:
     """Add a backend for ``op``; registering the same (op, name) twice raises."""
-    if backend.name not in get_op(op).backends:
+    if backend.name not in get_op(op).all_backends():
         raise ValueError(
-            f"backend {backend.name!r} is not a backend of op {op!r}; allowed: " + ", ".join(get_op(op).backends)
+            f"backend {backend.name!r} is not a backend of op {op!r}; allowed: " + ", ".join(get_op(op).all_backends())
         )
     table = WORKLOADS.setdefault(op, {})
     if backend.name in table:

@@ -1,4 +1,5 @@
-"""Attention workload: SDPA forced to its flash or cuDNN backend, and kernelcast's Triton flash attention.
+"""Attention workload: SDPA forced to its flash, cuDNN or memory-efficient backend, and kernelcast's Triton flash
+attention.
 
 Inputs are [batch, heads, seq, head_dim] contiguous. The description's causal mask is
 bottom-right aligned: seq_q == seq_kv uses ``is_causal=True``; seq_q < seq_kv uses
@@ -58,14 +59,14 @@ class Sdpa(BackendBase):
 
     fused = True
 
-    def __init__(self, name: str, sdpa_backend: str):
-        self.name, self.sdpa_backend = name, sdpa_backend
+    def __init__(self, name: str, sdpa_backend: str, max_head_dim: int = 256):
+        self.name, self.sdpa_backend, self.max_head_dim = name, sdpa_backend, max_head_dim
 
     def supports(self, desc: AttentionDesc, device=None) -> str | None:
         if desc.dtype not in SDPA_DTYPES:
             return f"SDPA {self.name} measures dtypes {', '.join(SDPA_DTYPES)}; got {desc.dtype!r}"
-        if desc.head_dim > 256:
-            return f"SDPA {self.name} supports head_dim <= 256; got {desc.head_dim}"
+        if desc.head_dim > self.max_head_dim:
+            return f"SDPA {self.name} supports head_dim <= {self.max_head_dim}; got {desc.head_dim}"
         if self.name == "cudnn" and desc.causal and desc.seq_q < desc.seq_kv:
             return "cuDNN SDPA in torch has no bottom-right causal mask (a materialized mask would time a bias kernel)"
         return None
@@ -152,4 +153,7 @@ class TritonAttention(BackendBase):
 
 register("attention", Sdpa("flash", "FLASH_ATTENTION"))
 register("attention", Sdpa("cudnn", "CUDNN_ATTENTION"))
+# what torch runs past head_dim 256 (flash and cuDNN stop there) and for a masked call on flash GPUs; its CUTLASS kernel
+# has a tile for any head_dim (past 128 with its output in global memory); grouped-query heads are repeated
+register("attention", Sdpa("efficient", "EFFICIENT_ATTENTION", max_head_dim=1024))
 register("attention", TritonAttention())

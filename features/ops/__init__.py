@@ -29,7 +29,7 @@ class OpSpec:
     doc: str  # one line: what the op computes
     fields: Mapping[str, Field]  # op-specific fields, validated in this order after gpu/dtype/backend
     dtypes: tuple[str, ...]
-    backends: tuple[str, ...]
+    backends: tuple[str, ...]  # the backends learned models may have rows of (one one-hot column each)
     features: Callable[[Columns, Columns], dict]  # (description columns, gpu columns) -> named numbers incl. floor_us
     analytical: Callable[[Columns, Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]  # -> (latency_us, bound)
     analytical_assumptions: str  # what the analytical answer assumes, said with every answer
@@ -61,7 +61,14 @@ class OpSpec:
     #: capability was (``predictors/unseen.py``): for families whose library kernels differ per architecture in ways the
     #: leave-one-GPU-out study over the outside tables' native kernels does not see
     unseen_same_arch: bool = False
+    #: backends a description may name that no training row holds yet: answered analytically, no one-hot column (a
+    #: model's columns stay as trained); measured and trained, one moves into ``backends``
+    unmeasured_backends: tuple[str, ...] = ()
     desc_type: type = None  # the frozen description class (made by ``register``)
+
+    def all_backends(self) -> tuple[str, ...]:
+        """Every backend a description of this op may name: the learned ones, then the unmeasured ones."""
+        return self.backends + self.unmeasured_backends
 
     def all_fields(self) -> tuple[str, ...]:
         """Every key a description of this op may carry (``op`` included), in order."""

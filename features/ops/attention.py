@@ -42,7 +42,7 @@ def attended_pairs(seq_q: np.ndarray, seq_kv: np.ndarray, causal: np.ndarray) ->
 
 
 class LibraryLaunch(NamedTuple):
-    """What SDPA's flash or cuDNN backend launches for a call (NaN tiles on other backends' rows)."""
+    """What SDPA's flash, cuDNN or memory-efficient backend launches for a call (NaN tiles on other backends' rows)."""
 
     block_m: np.ndarray  # query rows per CTA
     block_n: np.ndarray  # keys per K/V step
@@ -174,6 +174,35 @@ def cudnn_launch(cols, gpu, b, hq, hkv, sq, skv) -> LibraryLaunch:
     )
 
 
+#: PyTorch's memory-efficient SDPA kernel (CUTLASS, from xformers; ``fmha_cutlassF_<dtype>_aligned_<bm>x<bn>_<acc>_sm80``,
+#: the sm80 build on every later GPU): the smallest of its three tiles whose largest head_dim holds the call's —
+#: (head_dim up to, block_m, block_n); past 128 the 32×128 kernel keeps the output in an fp32 global-memory buffer it
+#: reads and writes back at every key block (``gmem``; the others hold it in registers)
+EFFICIENT_TILES = ((64, 64, 64), (128, 64, 128), (1 << 16, 32, 128))
+EFFICIENT_WARPS = 4
+
+
+def efficient_launch(cols, b, hq, sq, d, causal) -> tuple[LibraryLaunch, np.ndarray]:
+    """The memory-efficient kernel's launch per row (NaN tiles on other backends' rows; no K/V split, no grouped-query
+    packing: it takes one query head per CTA row of the grid), and the bytes its fp32 output buffer moves past head_dim
+    128: each valid query row's d floats read and written once per key block it visits."""
+    on = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "efficient"
+    limits = np.array([t[0] for t in EFFICIENT_TILES], dtype=np.float64)
+    pick = np.minimum(np.searchsorted(limits, d), len(limits) - 1)
+    bm = np.array([t[1] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
+    bn = np.array([t[2] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
+    skv = np.asarray(cols["seq_kv"], dtype=np.float64)
+    row_blocks = attended_pairs(sq, skv, causal) / bn + sq  # (query row, key block) visits, ceil'd per row at most
+    gmem = on & (d > EFFICIENT_TILES[1][0])
+    buffer_bytes = np.where(gmem, 2.0 * 4.0 * b * hq * row_blocks * d, 0.0)
+    nan = np.full(len(b), np.nan)
+    launch = LibraryLaunch(
+        np.where(on, bm, nan), np.where(on, bn, nan), np.where(on, float(EFFICIENT_WARPS), nan), np.ones(len(b)), sq,
+        hq, causal,
+    )  # fmt: skip
+    return launch, buffer_bytes
+
+
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
     b, hq, hkv, sq, skv, d = (
@@ -187,7 +216,8 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     flops = attention_flops(cols)
     q_bytes = b * hq * sq * d * elem
     kv_bytes = 2 * b * hkv * skv * d * elem
-    nbytes = 2 * q_bytes + kv_bytes  # Q read, O written, K and V read once
+    efficient, buffer_bytes = efficient_launch(cols, b, hq, sq, d, causal)
+    nbytes = 2 * q_bytes + kv_bytes + buffer_bytes  # Q read, O written, K and V read once (+ an fp32 output buffer)
     peak = peak_per_row(gpu, cols["dtype"])
     cfg = triton_configs(cols)
     bm, bn, warps, stages = config_values(
@@ -196,6 +226,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     flash = flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal)
     cudnn = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv)
     fa = LibraryLaunch(*(np.where(np.isnan(cudnn.block_m), f, c) for f, c in zip(flash, cudnn)))
+    fa = LibraryLaunch(*(np.where(np.isnan(efficient.block_m), f, e) for f, e in zip(fa, efficient)))
     library = ~np.isnan(fa.block_m)  # the library's own tiles; one K/V buffer each (no pipeline stages)
     bm, bn = np.where(library, fa.block_m, bm), np.where(library, fa.block_n, bn)
     warps, stages = np.where(library, fa.warps, warps), np.where(library, 1.0, stages)
@@ -373,8 +404,18 @@ def attention_scale(f) -> np.ndarray:
     return latency_scale(np.fmax(f["floor_us"], body), f["gpu_boost_clock_hz"])
 
 
-#: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's
-COMPUTE_EFFICIENCY = {"flash": 0.50, "cudnn": 0.55, "triton": 0.40, "trtllm": 0.55, "vllm": 0.50, "sglang": 0.50}
+#: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's; the
+#: memory-efficient kernel runs the same sm80 mma.sync instructions without FlashAttention-2's split of the work
+#: between warps (and past head_dim 128 with its output in global memory): 0.35 assumed, not yet measured
+COMPUTE_EFFICIENCY = {
+    "flash": 0.50,
+    "cudnn": 0.55,
+    "efficient": 0.35,
+    "triton": 0.40,
+    "trtllm": 0.55,
+    "vllm": 0.50,
+    "sglang": 0.50,
+}
 
 
 def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
@@ -410,6 +451,9 @@ SPEC = register(
         },
         dtypes=("bf16", "fp16", "fp8_e4m3"),
         backends=("flash", "cudnn", "triton") + OUTSIDE_BACKENDS,
+        # SDPA's memory-efficient kernel: what torch runs past head_dim 256 (Gemma 4's full-attention layers, 512) and,
+        # on GPUs whose fused backend is flash, for a call with an explicit mask; answered analytically until measured
+        unmeasured_backends=("efficient",),
         rules=(
             Rule(
                 "heads_q",
@@ -420,11 +464,12 @@ SPEC = register(
             Rule(
                 "mask",
                 lambda c: (
-                    np.logical_not(c["mask"]) | (~np.asarray(c["causal"], dtype=bool) & (c["backend"] == "cudnn"))
+                    np.logical_not(c["mask"])
+                    | (~np.asarray(c["causal"], dtype=bool) & np.isin(c["backend"], ("cudnn", "efficient")))
                 ),
                 lambda c: (
-                    "false unless causal is false and backend is cudnn (the kernel that reads a mask: SDPA's "
-                    "flash backend takes none, Triton's here has none)"
+                    "false unless causal is false and backend is cudnn or efficient (the kernels that read a mask: "
+                    "SDPA's flash backend takes none, Triton's here has none)"
                 ),
             ),
             Rule(

@@ -1,0 +1,110 @@
+"""SDPA's memory-efficient kernel: which calls torch sends there, how they are described and answered (analytically:
+no row of it is measured yet), and that the learned models' columns did not move."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from kernelcast import predict_latency
+from kernelcast.collect.workloads import get_backend
+from kernelcast.features.desc import parse_desc
+from kernelcast.features.ops.attention import COMPUTE_EFFICIENCY, EFFICIENT_TILES, efficient_launch
+from kernelcast.features.vector import categories, feature_columns
+from kernelcast.graphs.lower import EFFICIENT_NOTE, attention_backend
+from kernelcast.graphs.trace import _ncu_family
+from kernelcast.predictors.learned import load_model
+
+torch = pytest.importorskip("torch")
+
+
+def desc(**over) -> dict:
+    base = {"op": "attention", "gpu": "H200", "dtype": "bf16", "backend": "efficient", "batch": 1, "heads_q": 32,
+            "heads_kv": 32, "seq_q": 1500, "seq_kv": 1500, "head_dim": 512, "causal": True}  # fmt: skip
+    return {**base, **over}
+
+
+@pytest.mark.parametrize(
+    ("gpu", "dtype", "head_dim", "mask", "backend"),
+    [
+        ("H200", "bf16", 128, False, "cudnn"),
+        ("H200", "bf16", 256, False, "cudnn"),  # Gemma 3's head_dim ran cuDNN on the H200
+        ("H200", "bf16", 512, False, "efficient"),  # Gemma 4's full-attention layers ran fmha_cutlassF there
+        ("H200", "bf16", 128, True, "cudnn"),  # cuDNN reads a mask (datasets/layers/…_sdpa_masks.jsonl)
+        ("H200", "fp32", 128, False, "efficient"),  # flash and cuDNN take half precision only
+        ("A100", "bf16", 128, False, "flash"),
+        ("A100", "bf16", 128, True, "efficient"),  # flash takes no mask
+        ("A100", "fp16", 264, False, "efficient"),
+    ],
+)
+def test_the_backend_torch_picks(gpu, dtype, head_dim, mask, backend):
+    assert attention_backend(gpu, dtype, head_dim, mask) == backend
+
+
+def test_described_and_answered_analytically_and_said_so():
+    d = parse_desc(desc(causal=False, mask=True))  # the kernel takes a bias: a mask row is valid
+    assert d.backend == "efficient" and d.mask
+    p = predict_latency(desc())
+    assert p.model == "analytical" and not p.in_distribution
+    assert p.low_us < p.latency_us < p.high_us
+    # the learned model's one-hot columns are the measured backends': no column, no manifest change
+    assert "efficient" not in categories("attention")["backend"]
+    assert load_model("attention") is not None
+
+
+def test_tiles_and_output_buffer_follow_the_kernels_head_dim_variants():
+    import numpy as np
+
+    for head_dim, (limit, bm, bn) in zip((64, 128, 512), EFFICIENT_TILES):
+        assert head_dim <= limit
+        cols = {k: np.array([v], dtype=object) for k, v in parse_desc(desc(head_dim=head_dim)).to_row().items()}
+        f = feature_columns(cols, "attention", learned=False)
+        assert (f["block_m"][0], f["block_n"][0]) == (bm, bn)
+        assert f["work_units"][0] == math.ceil(1500 / bm) * 32
+    # past head_dim 128 the fp32 output buffer is read and written at every key block a query row visits
+    b, hq, sq, d = (np.array([x], dtype=float) for x in (1, 32, 1500, 512))
+    causal = np.array([False])
+    cols = {"backend": np.array(["efficient"], dtype=object), "seq_kv": np.array([1500.0])}
+    _, buffer = efficient_launch(cols, b, hq, sq, d, causal)
+    assert buffer[0] == 2 * 4 * 32 * (1500 * 1500 / 128 + 1500) * 512
+    _, small = efficient_launch(cols, b, hq, sq, np.array([128.0]), causal)
+    assert small[0] == 0
+    # slower than the fused kernels at the same shape: 0.35 of peak against cuDNN's 0.55, plus the buffer
+    assert COMPUTE_EFFICIENCY["efficient"] < COMPUTE_EFFICIENCY["flash"]
+    fused = predict_latency(desc(backend="cudnn", head_dim=256), predictor="analytical")
+    assert predict_latency(desc(head_dim=256)).latency_us > fused.latency_us
+
+
+def test_a_module_past_head_dim_256_lowers_to_it():
+    from kernelcast import predict_module
+
+    def attend(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q = torch.empty(1, 8, 1024, 512, dtype=torch.bfloat16, device="meta")
+    out = predict_module(attend, (q, q, q), gpu="H200")
+    (row,) = out.kernels.to_dict(orient="records")
+    described = json.loads(row["desc"])
+    assert described["backend"] == "efficient" and described["head_dim"] == 512
+    assert row["model"] == "analytical" and not row["in_distribution"] and row["note"] == EFFICIENT_NOTE
+    # grouped-query heads past 256: the efficient kernel takes none, so torch runs its math path (bmm, softmax, bmm)
+    k = torch.empty(1, 2, 1024, 512, dtype=torch.bfloat16, device="meta")
+
+    def grouped(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    math_path = predict_module(grouped, (q, k, k), gpu="H200")
+    assert "attention" not in set(math_path.kernels["family"]) and len(math_path.kernels) > 3
+
+
+def test_the_collector_measures_it_and_a_trace_names_it():
+    backend = get_backend("attention", "efficient")
+    assert backend.sdpa_backend == "EFFICIENT_ATTENTION"
+    assert backend.supports(parse_desc(desc())) is None
+    assert "bf16, fp16" in backend.supports(parse_desc(desc(dtype="fp8_e4m3")))
+    assert _ncu_family("fmha_cutlassF_bf16_aligned_32x128_gmem_sm80(PyTorchMemEffAttention::AttentionKernel") == (
+        "attention"
+    )
+    assert _ncu_family("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT") == "gemm"
