@@ -484,36 +484,39 @@ def run_sdpa_masks(out: Path, n: int, budget_s: float, seed: int = 0) -> None:
         torch.cuda.empty_cache()
 
 
-#: (batch, query heads, query length, head dim, window) of ``run_sdpa_backend``: Gemma 4 31B's sliding layer, 1 x 1,500
-BACKEND_SHAPE = (1, 32, 1500, 256, 1024)
+#: ``run_sdpa_backend``'s calls, SDPA left to choose its kernel (causal, no mask): name -> (batch, query heads,
+#: key/value heads, sequence, head dim, dtype). What ``graphs.lower.attention_backend`` says torch picks, checked: cuDNN
+#: to head_dim 256, the memory-efficient kernel past it (Gemma 4's full-attention layers, 512, ran it) and for fp32, and
+#: a grouped call past 256 on the math path (the memory-efficient kernel takes no grouped heads)
+BACKEND_CALLS = {
+    "d256": (1, 32, 32, 1500, 256, "bfloat16"),
+    "d264": (1, 32, 32, 1500, 264, "bfloat16"),
+    "d512": (1, 32, 32, 1500, 512, "bfloat16"),
+    "d512_gqa": (1, 32, 4, 1500, 512, "bfloat16"),
+    "d128_fp32": (1, 32, 32, 1500, 128, "float32"),
+}
 
 
-def sdpa_backend_calls(q, k, v, mask) -> dict:
-    """The calls ``run_sdpa_backend`` times: Gemma 4's SDPA (scale 1.0) and Gemma 3's (the default scale), each with
-    separate values and with the keys passed as the values."""
+def sdpa_backend_calls(device: str = "cuda", scale: float = 1.0) -> dict:
+    """The calls ``run_sdpa_backend`` times (``BACKEND_CALLS``; sizes times ``scale``, at least one)."""
+    import torch
     import torch.nn.functional as F
 
-    return {
-        f"scale_{name}_{values}": functools.partial(
-            F.scaled_dot_product_attention, q, k, k if values == "keys" else v, attn_mask=mask, scale=scale
-        )
-        for name, scale in (("1", 1.0), ("default", None))
-        for values in ("own", "keys")
-    }
+    calls = {}
+    for name, (b, hq, hkv, s, d, dtype) in BACKEND_CALLS.items():
+        s = max(1, int(s * scale))
+        q = torch.randn(b, hq, s, d, device=device, dtype=getattr(torch, dtype))
+        k, v = (torch.randn(b, hkv, s, d, device=device, dtype=q.dtype) for _ in range(2))
+        calls[name] = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=True, enable_gqa=hq != hkv)
+    return calls
 
 
 def run_sdpa_backend(out: Path) -> None:
-    """Which SDPA kernel a call with a bool mask takes at Gemma 4's scale of 1.0, and with its keys passed as values
-    (on the H200 Gemma 4's layers ran PyTorch's memory-efficient kernel where Gemma 3's ran cuDNN)."""
-    import torch
-
-    b, h, s, d, window = BACKEND_SHAPE
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    mask = sdpa_masks(s, s, window, torch.bfloat16)["window_bool"].to("cuda")[None, None].expand(b, 1, s, s)
-    calls = sdpa_backend_calls(q, k, v, mask)
+    """Which kernel SDPA launches, left to choose, for each ``BACKEND_CALLS`` call: one record per call."""
+    calls = sdpa_backend_calls()
     for name, segs in zip(calls, time_calls(list(calls.values()), repeats=3)):
         _append(
-            out / "sdpa_backend.jsonl", {"shape": list(BACKEND_SHAPE), "call": name, "kernels": median_kernels(segs)}
+            out / "sdpa_backend.jsonl", {"call": name, "shape": BACKEND_CALLS[name], "kernels": median_kernels(segs)}
         )
 
 

@@ -25,10 +25,11 @@ OFFLINE_OPTIONS = {"compile_threads": 1}
 
 def _fused_attention(spec: GpuSpec):
     """A function mode that sends ``F.scaled_dot_product_attention`` to the fused kernel torch picks on ``spec``
-    (``lower.attention_backend``: memory-efficient past head_dim 256, and where that is flash and a mask is given or the
-    dtype is not bf16/fp16). A CPU-only build has no cuda backend chooser, so SDPA on fake cuda tensors would trace as its math
-    path (bmm, softmax, bmm). Flash and cuDNN take grouped-query KV heads as they are; memory-efficient attention does
-    not, so a grouped-query call that would go there keeps torch's own (math) path, as on the GPU."""
+    (``lower.attention_backend``: memory-efficient past head_dim 256, for dtypes other than bf16/fp16, and where the
+    fused backend is flash and a mask is given). A CPU-only build has no cuda backend chooser, so SDPA on fake cuda
+    tensors would trace as its math path (bmm, softmax, bmm). Flash and cuDNN take grouped-query KV heads as they
+    are; memory-efficient attention does not, so a grouped-query call that would go there keeps torch's own (math)
+    path, as on the GPU."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode

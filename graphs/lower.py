@@ -607,7 +607,8 @@ def _attention(rec: OpRecord, gpu: str) -> Lowered:
     mask = opts.get("attn_mask")
     dh = max(d, v.shape[-1])
     backend = attention_backend(gpu, dtype, dh, mask is not None)
-    masked = mask is not None and not causal  # torch refuses a mask beside is_causal; a mask sends flash GPUs to efficient
+    # torch refuses a mask beside is_causal; a mask sends flash GPUs to the memory-efficient kernel
+    masked = mask is not None and not causal
     assumption = MASK_NOTE[backend] if masked else ""
     if backend == "efficient":
         grouped = GROUPED_EFFICIENT_NOTE if hq != hkv else ""

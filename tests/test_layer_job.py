@@ -54,13 +54,13 @@ def test_another_seed_is_a_fresh_draw_without_the_fixed_shapes():
     assert not set(fresh) & set(layer_job.mask_shapes(300))
 
 
-def test_the_backend_probe_calls_gemma_4s_and_gemma_3s_scales_with_own_and_shared_values():
-    q = k = v = torch.randn(1, 2, 8, 16)
-    mask = layer_job.sdpa_masks(8, 8, 4, torch.float32)["window_bool"][None, None]
-    calls = layer_job.sdpa_backend_calls(q, k, v, mask)
-    assert set(calls) == {"scale_1_own", "scale_1_keys", "scale_default_own", "scale_default_keys"}
-    for call in calls.values():
-        assert call().shape == q.shape  # each runs (here on the CPU's math path)
+def test_the_backend_probe_calls_sdpa_past_head_dim_256_grouped_and_in_fp32():
+    calls = layer_job.sdpa_backend_calls(device="cpu", scale=0.01)
+    assert set(calls) == set(layer_job.BACKEND_CALLS) == {"d256", "d264", "d512", "d512_gqa", "d128_fp32"}
+    for name, call in calls.items():
+        b, hq, _, s, d, dtype = layer_job.BACKEND_CALLS[name]
+        out = call()  # each runs (here on the CPU's math path)
+        assert out.shape == (b, hq, max(1, int(s * 0.01)), d) and str(out.dtype) == f"torch.{dtype}"
 
 
 def test_the_kernels_kept_are_the_median_calls():

@@ -1,13 +1,19 @@
 #!/bin/bash
-# Device command prepared by the nineteenth session (2026-12-05) as its fourth call, NOT RUN: no device could be
-# started and the session's device budget ran short. The next session with an H200 runs it first (rename it to
-# collect_h200_<date>_s<n>.sh, keep its call log beside it). Issue 14: which SDPA kernel Gemma 4's calls take
-# (layer_job --parts sdpa_backend: scale 1.0 against the default, own values against the keys passed as values), then
-# a fresh draw of masked-SDPA shapes (--mask-seed 1: a test set for the attention model's mask rows that no shape of the
-# first draw is in; collect/masks_merge.py --test maskedtest2). Two files back: masks2_layers.tar.gz, logs.tar.gz.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=150 bash benchmarks/results/collect_h200_next_s20.sh
+# Device command prepared by the nineteenth session (2026-12-05) and rewritten by the twentieth (2026-12-05, no device
+# lent to either): the next session with an H200 runs it first (rename it to collect_h200_<date>_s<n>.sh, keep its call
+# log beside it). Issue 14: SDPA's memory-efficient kernel (what torch runs past head_dim 256 — Gemma 4's
+# full-attention layers — for fp32, and for a masked call on flash GPUs; answered analytically today): its independent
+# test set first, then its training pass (collect/sweeps/attention_efficient_{test,wide}.toml; merge, list the test
+# file with role test, `kernelcast train --op attention` — move "efficient" from unmeasured_backends into backends in
+# features/ops/attention.py first, which changes the model's columns); then which kernel SDPA picks on its own past
+# head_dim 256, grouped and in fp32 (layer_job --parts sdpa_backend: checks graphs.lower.attention_backend), and a
+# fresh draw of masked-SDPA shapes (--mask-seed 1: a test set for the attention model's mask rows that no shape of the
+# first draw is in; collect/masks_merge.py --test maskedtest2). Four files back.
+#   KERNELCAST_GIT_REV=<commit> LIMIT=420 bash benchmarks/results/collect_h200_next_s20.sh
 FINISH_LOGS=tar
-NAME=kc_s19d source benchmarks/results/device_common.sh
+NAME=kc_s20 source benchmarks/results/device_common.sh
+measure efficient_test attention_efficient_test 1201 60
+measure efficient attention_efficient_wide 1202 150
 log "start sdpa_backend and sdpa_masks seed 1"
 timeout 130 python3 -m kernelcast.collect.layer_job --out "$W/masks2" --parts sdpa_backend,sdpa_masks --mask-seed 1 \
     --mask-shapes 300 --mask-budget-s 70 > "$W/masks2_layers.log" 2>&1

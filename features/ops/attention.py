@@ -174,10 +174,11 @@ def cudnn_launch(cols, gpu, b, hq, hkv, sq, skv) -> LibraryLaunch:
     )
 
 
-#: PyTorch's memory-efficient SDPA kernel (CUTLASS, from xformers; ``fmha_cutlassF_<dtype>_aligned_<bm>x<bn>_<acc>_sm80``,
-#: the sm80 build on every later GPU): the smallest of its three tiles whose largest head_dim holds the call's —
-#: (head_dim up to, block_m, block_n); past 128 the 32×128 kernel keeps the output in an fp32 global-memory buffer it
-#: reads and writes back at every key block (``gmem``; the others hold it in registers)
+#: PyTorch's memory-efficient SDPA kernel (CUTLASS, from xformers;
+#: ``fmha_cutlassF_<dtype>_aligned_<bm>x<bn>_<acc>_sm80``, the sm80 build on every later GPU): the smallest of its three
+#: tiles whose largest head_dim holds the call's — (head_dim up to, block_m, block_n); past 128 the 32×128 kernel keeps
+#: the output in an fp32 global-memory buffer it reads and writes back at every key block (``gmem``; the others hold it
+#: in registers)
 EFFICIENT_TILES = ((64, 64, 64), (128, 64, 128), (1 << 16, 32, 128))
 EFFICIENT_WARPS = 4
 
