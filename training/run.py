@@ -232,7 +232,11 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
         result["unseen_gpu"] = unseen_gpu_summary(cfg.op, rows, fingerprint, sorted(frame["dtype"].unique()))
         result["unseen_gpu"]["backends"] = sorted(str(b) for b in frame["backend"].unique())
         if cfg.export_unseen:
-            result["unseen_gpu_file"] = str(export_unseen(result["unseen_gpu"], cfg.op, cfg.model_dir))
+            written = export_unseen(result["unseen_gpu"], cfg.op, cfg.model_dir).resolve()
+            # inside the checkout: the path from its root (a result file names no machine's folders)
+            result["unseen_gpu_file"] = str(
+                written.relative_to(data.REPO) if written.is_relative_to(data.REPO) else written
+            )
     if cfg.log_mlflow:
         run_id, _ = tracking.log_run(
             cfg.op,
