@@ -60,6 +60,22 @@ CASES = (
         for sq, c in ((512, True), (1, False), (100, True))
         if not (b == "cudnn" and sq == 100)
     ]
+    + [  # the memory-efficient kernel at and past the fused backends' head_dim (its gmem-buffer tile), chunked causal
+        {
+            "op": "attention",
+            "backend": "efficient",
+            "dtype": "bf16",
+            "batch": 1,
+            "heads_q": 8,
+            "heads_kv": 2,
+            "seq_q": sq,
+            "seq_kv": 512,
+            "head_dim": d,
+            "causal": c,
+        }
+        for d in (128, 512)
+        for sq, c in ((512, True), (1, False), (100, True))
+    ]
     + [
         {
             "op": "moe",
