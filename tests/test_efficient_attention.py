@@ -108,3 +108,27 @@ def test_the_collector_measures_it_and_a_trace_names_it():
         "attention"
     )
     assert _ncu_family("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT") == "gemm"
+
+
+def test_compiled_code_sdpa_fallbacks_carry_their_mask_and_the_efficient_kernel():
+    from kernelcast.graphs.capture import TensorMeta
+    from kernelcast.graphs.compiled import _sdpa
+
+    region = ((), ())  # the launch's source nodes and aten ops
+    q = TensorMeta((1, 8, 1024, 512), (8 * 1024 * 512, 1024 * 512, 512, 1), "bfloat16", True)
+    bias = TensorMeta((1, 1, 1024, 1024), (0, 0, 1024, 1), "bfloat16", False)
+    efficient = _sdpa(
+        "f", "_scaled_dot_product_efficient_attention", (q, q, q, bias, False, 0.0, False), {}, "H200", region
+    )
+    assert efficient.desc["backend"] == "efficient" and efficient.desc["mask"] and efficient.note == EFFICIENT_NOTE
+    q128 = TensorMeta((1, 8, 1024, 128), (8 * 1024 * 128, 1024 * 128, 128, 1), "bfloat16", True)
+    cudnn = _sdpa(
+        "f", "_scaled_dot_product_cudnn_attention", (q128, q128, q128, bias, False, 0.0, False), {}, "H200", region
+    )
+    assert cudnn.desc["backend"] == "cudnn" and cudnn.desc["mask"] and not cudnn.note
+    causal = _sdpa(
+        "f", "_scaled_dot_product_cudnn_attention", (q128, q128, q128, None, False, 0.0, True), {}, "H200", region
+    )
+    assert causal.desc["causal"] and not causal.desc["mask"]
+    flash = _sdpa("f", "_scaled_dot_product_flash_attention", (q128, q128, q128, 0.0, True), {}, "H200", region)
+    assert flash.desc["backend"] == "flash" and not flash.desc["mask"]
