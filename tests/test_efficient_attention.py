@@ -11,7 +11,7 @@ import pytest
 from kernelcast import predict_latency
 from kernelcast.collect.workloads import get_backend
 from kernelcast.features.desc import parse_desc
-from kernelcast.features.ops.attention import COMPUTE_EFFICIENCY, EFFICIENT_TILES, efficient_launch
+from kernelcast.features.ops.attention import COMPUTE_EFFICIENCY, EFFICIENT_TILES, attended_pairs, efficient_launch
 from kernelcast.features.vector import categories, feature_columns
 from kernelcast.graphs.lower import EFFICIENT_NOTE, attention_backend
 from kernelcast.graphs.trace import _ncu_family
@@ -66,10 +66,11 @@ def test_tiles_and_output_buffer_follow_the_kernels_head_dim_variants():
     # past head_dim 128 the fp32 output buffer is read and written at every key block a query row visits
     b, hq, sq, d = (np.array([x], dtype=float) for x in (1, 32, 1500, 512))
     causal = np.array([False])
-    cols = {"backend": np.array(["efficient"], dtype=object), "seq_kv": np.array([1500.0])}
-    _, buffer = efficient_launch(cols, b, hq, sq, d, causal)
+    cols = {"backend": np.array(["efficient"], dtype=object)}
+    pairs = attended_pairs(sq, np.array([1500.0]), causal)
+    _, buffer = efficient_launch(cols, b, hq, sq, d, causal, pairs)
     assert buffer[0] == 2 * 4 * 32 * (1500 * 1500 / 128 + 1500) * 512
-    _, small = efficient_launch(cols, b, hq, sq, np.array([128.0]), causal)
+    _, small = efficient_launch(cols, b, hq, sq, np.array([128.0]), causal, pairs)
     assert small[0] == 0
     # slower than the fused kernels at the same shape: 0.35 of peak against cuDNN's 0.55, plus the buffer
     assert COMPUTE_EFFICIENCY["efficient"] < COMPUTE_EFFICIENCY["flash"]

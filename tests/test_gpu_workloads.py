@@ -52,29 +52,14 @@ CASES = (
             "heads_kv": 2,
             "seq_q": sq,
             "seq_kv": 512,
-            "head_dim": 128,
+            "head_dim": d,
             "causal": c,
             "config": {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2},
         }
-        for b in ("flash", "cudnn", "triton")
+        # the memory-efficient kernel also past the fused backends' head_dim (its gmem-buffer tile)
+        for b, d in (("flash", 128), ("cudnn", 128), ("triton", 128), ("efficient", 128), ("efficient", 512))
         for sq, c in ((512, True), (1, False), (100, True))
         if not (b == "cudnn" and sq == 100)
-    ]
-    + [  # the memory-efficient kernel at and past the fused backends' head_dim (its gmem-buffer tile), chunked causal
-        {
-            "op": "attention",
-            "backend": "efficient",
-            "dtype": "bf16",
-            "batch": 1,
-            "heads_q": 8,
-            "heads_kv": 2,
-            "seq_q": sq,
-            "seq_kv": 512,
-            "head_dim": d,
-            "causal": c,
-        }
-        for d in (128, 512)
-        for sq, c in ((512, True), (1, False), (100, True))
     ]
     + [
         {

@@ -183,17 +183,17 @@ EFFICIENT_TILES = ((64, 64, 64), (128, 64, 128), (1 << 16, 32, 128))
 EFFICIENT_WARPS = 4
 
 
-def efficient_launch(cols, b, hq, sq, d, causal) -> tuple[LibraryLaunch, np.ndarray]:
+def efficient_launch(cols, b, hq, sq, d, causal, pairs) -> tuple[LibraryLaunch, np.ndarray]:
     """The memory-efficient kernel's launch per row (NaN tiles on other backends' rows; no K/V split, no grouped-query
     packing: it takes one query head per CTA row of the grid), and the bytes its fp32 output buffer moves past head_dim
-    128: each valid query row's d floats read and written once per key block it visits."""
+    128: each valid query row's d floats read and written once per key block it visits (``pairs``: the attended
+    (query, key) pairs, ``attended_pairs``)."""
     on = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "efficient"
     limits = np.array([t[0] for t in EFFICIENT_TILES], dtype=np.float64)
     pick = np.minimum(np.searchsorted(limits, d), len(limits) - 1)
     bm = np.array([t[1] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
     bn = np.array([t[2] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
-    skv = np.asarray(cols["seq_kv"], dtype=np.float64)
-    row_blocks = attended_pairs(sq, skv, causal) / bn + sq  # (query row, key block) visits, ceil'd per row at most
+    row_blocks = pairs / bn + sq  # (query row, key block) visits, ceil'd per row at most
     gmem = on & (d > EFFICIENT_TILES[1][0])
     buffer_bytes = np.where(gmem, 2.0 * 4.0 * b * hq * row_blocks * d, 0.0)
     nan = np.full(len(b), np.nan)
@@ -217,7 +217,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     flops = attention_flops(cols)
     q_bytes = b * hq * sq * d * elem
     kv_bytes = 2 * b * hkv * skv * d * elem
-    efficient, buffer_bytes = efficient_launch(cols, b, hq, sq, d, causal)
+    efficient, buffer_bytes = efficient_launch(cols, b, hq, sq, d, causal, pairs)
     nbytes = 2 * q_bytes + kv_bytes + buffer_bytes  # Q read, O written, K and V read once (+ an fp32 output buffer)
     peak = peak_per_row(gpu, cols["dtype"])
     cfg = triton_configs(cols)
