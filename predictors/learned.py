@@ -62,6 +62,17 @@ REQUIRED_KEYS = (
 )
 
 
+#: the forest's inputs after the matrix columns, one per own-tree backend whose own trees answer only the GPUs it was
+#: measured on (``training.xgb.LatencyRegressor``'s ``measured_gpus_only``): 1 sends a row to that backend's own trees,
+#: 0 to the shared trees, which answer it on any other GPU from the spec they learned off every GPU's rows
+ROUTE_PREFIX = "route="
+
+
+def route_names(routes) -> list[str]:
+    """The forest's route columns, in order, for the backends listed in a manifest's ``routes``."""
+    return [f"{ROUTE_PREFIX}{backend}" for backend in routes]
+
+
 class ModelFileError(ValueError):
     """A shipped model file that cannot be served as it is: names the file and what is wrong."""
 
@@ -85,32 +96,36 @@ def _category_index(cats: tuple[str, ...]) -> dict[str, int]:
     return {c: i for i, c in enumerate(cats)}
 
 
-def feature_matrix(features: pd.DataFrame | Mapping[str, Any], op: str, row_major: bool = True) -> np.ndarray:
+def feature_matrix(
+    features: pd.DataFrame | Mapping[str, Any], op: str, row_major: bool = True, extra: int = 0
+) -> np.ndarray:
     """Features -> float32 matrix (``matrix_columns`` order); a category outside the fixed lists sets none
     of its group's columns.
 
     ``features`` is ``build_features`` output, or a mapping holding the numeric features
     (``feature_columns``) and the description columns (``source`` defaults as in ``build_features``).
     ``row_major=False``: a large batch stays column-major as built (the compiled walker reads either order in place;
-    the transpose cost a tenth of a 200,000-row batch).
+    the transpose cost a tenth of a 200,000-row batch). ``extra``: that many 0 columns after them (a forest's route
+    columns, ``LearnedModel.matrix``).
     """
     names = feature_names(op)
+    width = len(_matrix_columns(op)) + extra
     if not isinstance(features, pd.DataFrame):
         first = features[names[0]]
         if isinstance(first, float) or getattr(first, "shape", None) == (1,):  # one row (predict_latency): dict lookups
-            row = _one_row_matrix(features, op, names)
+            row = _one_row_matrix(features, op, names, width)
             if row is not None:
                 return row
     get = (lambda c: features[c].to_numpy()) if isinstance(features, pd.DataFrame) else (lambda c: features[c])
     n = len(np.atleast_1d(get(names[0])))
     if n == 1:  # one row: one write of a list (no array per feature)
-        out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
+        out = np.zeros((1, width), dtype=np.float32)
         out[0, : len(names)] = [_first(get(name)) for name in names]
     elif n <= SMALL:  # a few rows: one stack instead of a write per column
-        out = np.zeros((n, len(_matrix_columns(op))), dtype=np.float32)
+        out = np.zeros((n, width), dtype=np.float32)
         out[:, : len(names)] = np.stack([get(name) for name in names], axis=1)  # every feature: one value per row
     else:  # column by column into a column-major matrix: each write is contiguous
-        out = np.zeros((len(_matrix_columns(op)), n), dtype=np.float32).T
+        out = np.zeros((width, n), dtype=np.float32).T
         for j, name in enumerate(names):
             out[:, j] = get(name)
     start = len(names)
@@ -138,10 +153,10 @@ def _category_slots(op: str) -> tuple[tuple[str, int, dict[str, int]], ...]:
     return tuple(slots)
 
 
-def _one_row_matrix(features: Mapping[str, Any], op: str, names: tuple[str, ...]) -> np.ndarray | None:
+def _one_row_matrix(features: Mapping[str, Any], op: str, names: tuple[str, ...], width: int) -> np.ndarray | None:
     """``feature_matrix`` of one row whose features are arrays of one value each, or one description's Python numbers
     (None: neither)."""
-    out = np.zeros((1, len(_matrix_columns(op))), dtype=np.float32)
+    out = np.zeros((1, width), dtype=np.float32)
     try:
         if isinstance(features[names[0]], float):  # features.num.SCALARS' numbers
             out[0, : len(names)] = [features[name] for name in names]
@@ -280,6 +295,10 @@ def check_manifest(manifest: Any, op: str, path: Path | str = "manifest") -> Non
         problems.append(f"feature names differ from this code's: {', '.join(diff[:6])}")
     if manifest.get("categories") != {k: list(v) for k, v in categories(op).items()}:
         problems.append("categorical columns or their category lists differ from this code's")
+    routes = manifest.get("routes", [])
+    backends = categories(op).get("backend", ())
+    if not isinstance(routes, list) or any(r not in backends for r in routes) or len(set(routes)) != len(routes):
+        problems.append(f"routes must be distinct backends of {op!r} ({', '.join(backends)}); got {routes!r}")
     if not problems:
         problems += _offset_problems(manifest["conformal"])
     if problems:
@@ -415,9 +434,29 @@ class LearnedModel:
             "in_distribution": config_in_family(cols["config"], self.manifest["config_values"]),
         }
 
-    def predict(self, features: pd.DataFrame | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval."""
-        x = feature_matrix(features, self.op, row_major=self.compiled is None)
+    @functools.cached_property
+    def _routes(self) -> tuple[tuple[int, int], ...]:
+        """(route column, its backend's one-hot column) per route column of the forest (``ROUTE_PREFIX``)."""
+        columns = _matrix_columns(self.op)
+        return tuple(
+            (len(columns) + j, columns.index(f"backend={backend}"))
+            for j, backend in enumerate(self.manifest.get("routes", ()))
+        )
+
+    def matrix(self, features: pd.DataFrame | Mapping[str, Any], measured: bool = True) -> np.ndarray:
+        """The forest's input: ``feature_matrix`` and the route columns, which send a routed backend's rows to its own
+        trees where ``measured`` (the rows' GPU is one that backend was measured on) and to the shared trees else."""
+        x = feature_matrix(features, self.op, row_major=self.compiled is None, extra=len(self._routes))
+        for route, backend in self._routes if measured else ():
+            x[:, route] = x[:, backend]
+        return x
+
+    def predict(
+        self, features: pd.DataFrame | Mapping[str, Any], measured: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Features (see ``feature_matrix``) -> (p50_us, low_us, high_us) for the calibrated 80% interval;
+        ``measured=False`` for rows of GPUs the model never saw (``unseen.UnseenGpuModel``: see ``matrix``)."""
+        x = self.matrix(features, measured)
         margins = (self.compiled or self.forest).predict(x)
         point, quantiles = margins[:, 0], margins[:, 1:]
         return to_latency(
@@ -453,9 +492,11 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
         forest = Forest.load(path)
     except Exception as exc:  # hash matched but the file is not a forest: say which
         raise ModelFileError(f"{path}: not a readable forest ({exc})") from None
-    if forest.n_features != len(manifest["features"]):
+    inputs = len(manifest["features"]) + len(manifest.get("routes", []))
+    if forest.n_features != inputs:
         raise ModelFileError(
-            f"{path}: reads {forest.n_features} features; its manifest lists {len(manifest['features'])}"
+            f"{path}: reads {forest.n_features} inputs; its manifest lists {len(manifest['features'])} features and "
+            f"{len(manifest.get('routes', []))} route columns"
         )
     walker = compile_forest(forest)
     check_forest(walker or forest, manifest["check"], path)

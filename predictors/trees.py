@@ -41,8 +41,9 @@ class Forest:
     def from_boosters(cls, *boosters, own: dict | None = None) -> Forest:
         """Every booster's outputs side by side, in order (a 1-target booster gives 1 column, etc.).
 
-        ``own`` maps an input column (a one-hot backend column, 0 or 1) to a 1-target booster fitted on the rows where
-        it is 1: its trees answer the first output for those rows, the first booster's for the others. Each tree gets
+        ``own`` maps an input column (a one-hot backend column, 0 or 1, or a route column after the boosters' columns)
+        to a 1-target booster fitted on the rows where it is 1: its trees answer the first output for those rows, the
+        first booster's for the others. Each tree gets
         a root that reads the column(s) and leads the other rows to a 0 leaf; one more tree adds the difference of the
         base scores: the forest's margins are exactly the routed boosters' (``training.xgb.LatencyRegressor``)."""
         own = own or {}
@@ -85,6 +86,7 @@ class Forest:
                 bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
         combine = np.zeros((len(trees), len(bases)))
         combine[np.arange(len(trees)), outputs] = 1.0
+        n_features = max([n_features, *(column + 1 for column in own)])  # a gate may read a column after the boosters'
         return cls._from_trees(trees, combine, np.asarray(bases, dtype=np.float64), n_features)
 
     @classmethod

@@ -423,3 +423,37 @@ def test_shared_trees_skip_the_own_tree_rows_when_asked(skips):
     moved = np.abs(a - b)[~triton].max()
     assert (moved == 0) if skips else (moved > 1e-3)
     assert np.abs(a - b)[triton].min() > 0.5  # the own trees follow their rows' labels (log 3 = 1.1)
+
+
+def test_own_trees_for_measured_gpus_only_route_other_gpus_to_the_shared_trees(rows, tmp_path):
+    """``measured_gpus_only``: cuBLAS's own trees (fitted on the H200's cuBLAS rows) answer the GPUs cuBLAS was
+    measured on; the shared trees, which keep the cuBLAS rows and learn the GPUs from every GPU's rows, answer the
+    rest (``LearnedModel.predict(measured=False)``, the unseen-GPU path). The exported forest reproduces both routes,
+    and its check rows carry the route column. Real rows: H200 cuBLAS measurements and the A100/L40S tables."""
+    from kernelcast.predictors import learned
+    from kernelcast.training.export import build_manifest, export_model
+
+    path = Path(__file__).resolve().parent.parent / "datasets/gemm/kernelcast_h200_sxm_20261201_cublas2.parquet"
+    ours = pd.read_parquet(path)
+    ours = ours[(ours["status"] == "ok") & ours["repeat_of"].isna() & (ours["backend"] == "cublas")].iloc[:800]
+    frame = pd.concat([ours, rows.iloc[:1500]], ignore_index=True)
+    feats = build_features(frame, "gemm")
+    own = {"cublas": {"max_depth": 4, "n_estimators": 30, "learning_rate": 0.1, "measured_gpus_only": True}}
+    reg = LatencyRegressor("gemm", **SMALL, own_trees=own, shared_skips_own=True).fit(feats, frame["latency_us"])
+    assert reg.routes == ["cublas"]
+    manifest = build_manifest(reg, "gemm", frame, "0" * 16, {}, "test")
+    export_model(reg, manifest, "gemm", tmp_path)
+    model = learned.load_model("gemm", tmp_path)  # loading checks the forest against XGBoost on the check rows
+    assert model.manifest["routes"] == ["cublas"] and model.forest.n_features == len(model.manifest["features"]) + 1
+    cublas = (frame["backend"] == "cublas").to_numpy()
+    x = learned.feature_matrix(feats, "gemm")
+    walk = lambda measured: (model.compiled or model.forest).predict(model.matrix(feats, measured))[:, 0]  # noqa: E731
+    np.testing.assert_allclose(walk(True), reg.point_margin(x), atol=2e-4)
+    shared = np.asarray(reg.booster_.inplace_predict(x), dtype=np.float64)
+    np.testing.assert_allclose(walk(False), shared, atol=2e-4)
+    assert np.abs(reg.point_margin(x) - shared)[cublas].max() > 1e-2  # the two routes answer differently
+    # the shared trees were fitted on the cuBLAS rows too (a measured_gpus_only backend is not skipped)
+    changed = LatencyRegressor("gemm", **SMALL, own_trees=own, shared_skips_own=True).fit(
+        feats, np.where(cublas, 3, 1) * frame["latency_us"]
+    )
+    assert np.abs(np.asarray(changed.booster_.inplace_predict(x)) - shared)[cublas].min() > 0.3

@@ -117,3 +117,32 @@ def test_numpy_walk_of_a_large_batch_goes_in_chunks_with_the_same_margins(monkey
     whole = forest.predict(x)
     monkeypatch.setattr(trees, "CHUNK_NODES", len(forest.roots) * 5)  # 5 rows a chunk: 13 chunks
     np.testing.assert_array_equal(forest.predict(x), whole)
+
+
+def test_a_route_column_after_the_boosters_columns_gates_own_trees(tmp_path):
+    """``own`` keyed by a column past the boosters' (a route column, ``predictors.learned.ROUTE_PREFIX``): the forest
+    reads one more input; rows with it 1 take the own trees, rows with it 0 the shared trees even where their backend
+    column is 1 (synthetic data: a unit test of the gating)."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    x[:, 2] = rng.random(n) < 0.4  # one-hot "backend=a"
+    y = np.where(x[:, 2] == 1, 4 * x[:, 0] ** 2, np.sin(x[:, 1]))
+    shared = xgb.train({"max_depth": 4, "tree_method": "hist"}, xgb.DMatrix(x, label=y), 20)
+    mine = x[:, 2] == 1
+    own = xgb.train({"max_depth": 3, "tree_method": "hist"}, xgb.DMatrix(x[mine], label=y[mine]), 15)
+    forest = Forest.load(Forest.from_boosters(shared, own={3: own}).save(tmp_path / "r.npz"))
+    assert forest.n_features == 4
+    routed = np.column_stack([x, x[:, 2]])  # as served on a measured GPU
+    want = _xgb_margins(shared, x=x)[:, 0]
+    want[mine] = own.inplace_predict(x[mine])
+    assert np.abs(forest.predict(routed)[:, 0] - want).max() < 1e-5
+    unrouted = np.column_stack([x, np.zeros(n, np.float32)])  # as served on a GPU the backend was not measured on
+    assert np.abs(forest.predict(unrouted)[:, 0] - _xgb_margins(shared, x=x)[:, 0]).max() < 1e-5
+    assert np.abs(want - _xgb_margins(shared, x=x)[:, 0])[mine].max() > 0.1  # the two answers differ there
+    from kernelcast.predictors import compiled
+
+    walker = compiled.compile_forest(forest)
+    assert walker is not None, compiled.library()[1]
+    for probe in (routed, unrouted, routed[:1], unrouted[mine][:1]):  # batches and single rows, in C
+        np.testing.assert_allclose(walker.predict(probe), forest.predict(probe), rtol=1e-12, atol=1e-12)

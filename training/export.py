@@ -94,7 +94,7 @@ def check_rows(model) -> dict[str, list]:
             np.asarray(model.quantile_booster_.inplace_predict(x)).reshape(len(x), -1),
         ]
     )
-    return {"x": x.astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
+    return {"x": model.forest_input(x).astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
 
 
 def export_model(
@@ -118,11 +118,17 @@ def export_model(
         raw.unlink()
         os.replace(tmp, path)
         paths.append(path)
-    own = {own_column(op, b): booster for b, booster in getattr(model, "own_boosters_", {}).items()}
+    # own trees gated on their backend's one-hot column, or on a route column after the matrix's (``model.routes``)
+    routes, width = model.routes, len(matrix_columns(op))
+    own = {
+        (width + routes.index(b) if b in routes else own_column(op, b)): booster
+        for b, booster in getattr(model, "own_boosters_", {}).items()
+    }
     forest = Forest.from_boosters(model.booster_, model.quantile_booster_, own=own)
     paths.append(forest.save(out_dir / f"{op}.forest.npz"))
     manifest = {
         **manifest,
+        "routes": routes,
         "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()},
         "check": check_rows(model),
     }

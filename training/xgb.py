@@ -93,11 +93,13 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.calibration_percent = calibration_percent  # % of shapes held out of the quantile fit for calibration
         self.n_jobs = n_jobs  # CPU threads
         self.random_state = random_state  # seed of row/column subsampling
-        # backend -> {max_depth, n_estimators, learning_rate[, colsample_bytree]}: that backend's rows get point
-        # trees of their own, fitted on its rows alone (the shared trees serve the others); exported as one forest,
-        # gated on the backend
+        # backend -> {max_depth, n_estimators, learning_rate[, colsample_bytree][, measured_gpus_only]}: that
+        # backend's rows get point trees of their own, fitted on its rows alone (the shared trees serve the others);
+        # exported as one forest, gated on the backend. With ``measured_gpus_only`` the own trees answer only the GPUs
+        # the backend was measured on (the forest's route column, ``ROUTE_PREFIX``); the shared trees keep its rows
+        # and answer it on GPUs no row of it measured, from the spec they learned off every GPU's rows
         self.own_trees = own_trees
-        # the shared trees are fitted without the own-tree backends' rows (which they never answer)
+        # the shared trees are fitted without the rows of own-tree backends they never answer
         self.shared_skips_own = shared_skips_own
 
     def _params(self, **extra) -> dict:
@@ -193,8 +195,9 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
 
         own_rows = {backend: rows & (x[:, own_column(self.op, backend)] == 1) for backend in self.own_trees or {}}
         shared = rows.copy()
-        for mine in own_rows.values() if self.shared_skips_own else ():
-            shared &= ~mine
+        for backend, mine in own_rows.items() if self.shared_skips_own else ():
+            if not self.own_trees[backend].get("measured_gpus_only"):
+                shared &= ~mine
         booster = xgb.train(
             self._params(objective="reg:squarederror"),
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
@@ -242,6 +245,17 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                     by_backend[f"{name}/{bname}"] = conformal_offset(scores[cell], self.coverage)
         out = {"offset": conformal_offset(scores, self.coverage), "by_source": by_source}
         return {**out, "by_backend": by_backend} if by_backend else out
+
+    @property
+    def routes(self) -> list[str]:
+        """The own-tree backends whose trees answer only the GPUs they were measured on: the shipped forest's route
+        columns (``predictors.learned.ROUTE_PREFIX``), in order."""
+        return [b for b in getattr(self, "own_boosters_", {}) if self.own_trees[b].get("measured_gpus_only")]
+
+    def forest_input(self, x: np.ndarray) -> np.ndarray:
+        """Training-matrix rows as the shipped forest reads them: each route column set as served for a GPU the model
+        was trained on (every training row's): 1 on its backend's rows."""
+        return np.column_stack([x, *(x[:, own_column(self.op, b)] for b in self.routes)]) if self.routes else x
 
     def point_margin(self, x: np.ndarray) -> np.ndarray:
         """The served point model's margin (log efficiency)."""
