@@ -75,14 +75,18 @@ class CaptureError(RuntimeError):
 FUSED_MAX_HEAD_DIM = 256
 
 
+def sdpa_head_dim(q, v=None) -> int:
+    """The head_dim SDPA's backend choice reads: the larger of the query's and the value's."""
+    return max(q.shape[-1], v.shape[-1] if v is not None else 0)
+
+
 def runs_math_sdpa(q, k, enable_gqa: bool, v=None) -> bool:
     """Whether torch 2.11 on a GPU sends this SDPA call to its math backend: no fused kernel (flash, cuDNN,
     memory-efficient) takes query and key/value head counts that differ unless ``enable_gqa`` says to group them, and
     the memory-efficient kernel, the only one past ``FUSED_MAX_HEAD_DIM``, does not group them."""
     if q.shape[-3] == k.shape[-3]:
         return False
-    head_dim = max(q.shape[-1], v.shape[-1] if v is not None else 0)
-    return not enable_gqa or head_dim > FUSED_MAX_HEAD_DIM
+    return not enable_gqa or sdpa_head_dim(q, v) > FUSED_MAX_HEAD_DIM
 
 
 def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kernelcast.features.gpu import GpuSpec, get_gpu
 from kernelcast.features.inductor import compile_code, functional
-from kernelcast.graphs.capture import CaptureError, runs_math_sdpa
+from kernelcast.graphs.capture import CaptureError, runs_math_sdpa, sdpa_head_dim
 from kernelcast.graphs.fake_cuda import fake_cuda
 from kernelcast.graphs.lower import attention_backend
 
@@ -40,8 +40,7 @@ def _fused_attention(spec: GpuSpec):
         if runs_math_sdpa(q, k, enable_gqa, v):  # Falcon's multi-query call: torch's math path, traced as is
             return None
         half = q.dtype in (torch.bfloat16, torch.float16)
-        head_dim = max(q.shape[-1], v.shape[-1])
-        name = attention_backend(spec.name, "bf16" if half else "fp32", head_dim, attn_mask is not None)
+        name = attention_backend(spec.name, "bf16" if half else "fp32", sdpa_head_dim(q, v), attn_mask is not None)
         grouped = enable_gqa and q.shape[-3] != k.shape[-3]
         return None if name == "efficient" and grouped else name
 
