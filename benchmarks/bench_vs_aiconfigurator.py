@@ -36,7 +36,7 @@ from bench_learned import _median_s, covered_rows  # noqa: E402
 
 from kernelcast import parse_desc, predict_latency, predict_many  # noqa: E402
 from kernelcast.features.vector import build_features  # noqa: E402
-from kernelcast.predictors.learned import load_model  # noqa: E402
+from kernelcast.predictors.learned import feature_matrix, load_model  # noqa: E402
 
 #: calls of one path in a row (aiconfigurator's engine keeps threads busy for a while after a call: calls
 #: interleaved one by one would pay for each other's), and warm-up calls per path, not kept
@@ -102,7 +102,9 @@ def time_kernelcast(calls: int, rows: int, with_aiconfigurator: bool, baseline: 
     out = {"one_call": {p: _stats(t) for p, t in times.items()}, "shapes": len(todo)}
     if compiled is not None:  # the compiled tree walk of one row alone, on these shapes' feature rows
         frame = pd.DataFrame([parse_desc(desc(*s)).to_row() for s in todo[:200]])
-        x = model.matrix(build_features(frame, "gemm"))
+        features = build_features(frame, "gemm")
+        # a --baseline-python kernelcast from before route columns has no LearnedModel.matrix: its input is the features
+        x = model.matrix(features) if hasattr(model, "matrix") else feature_matrix(features, "gemm")
         one_rows = [np.ascontiguousarray(x[i : i + 1]) for i in range(len(x))]
         best = min(timeit.repeat(lambda: [compiled.predict(r) for r in one_rows], number=5, repeat=5))
         out["walk_one_row_us"] = best / 5 / len(one_rows) * 1e6

@@ -11,7 +11,7 @@ from kernelcast.features.desc import op_fields
 from kernelcast.features.ops import op_names
 from kernelcast.features.vector import feature_columns
 from kernelcast.predictors import compiled
-from kernelcast.predictors.learned import MODEL_DIR, feature_matrix, load_model
+from kernelcast.predictors.learned import MODEL_DIR, load_model
 from kernelcast.training.data import load_rows
 
 OPS = [op for op in op_names() if (MODEL_DIR / f"{op}.json").exists()]  # every shipped model
@@ -37,7 +37,7 @@ def test_compiled_walk_gives_the_numpy_walks_margins(op):
     assert model.compiled is not None, compiled.library()[1]
     rows = _rows(op, 600)
     cols = {c: rows[c].to_numpy() for c in rows}
-    x = feature_matrix({**cols, **feature_columns(cols, op)}, op)
+    x = model.matrix({**cols, **feature_columns(cols, op)})  # the forest's input: features and route columns
     probe = np.vstack([x, x[:100]])
     probe[len(x) :: 3, ::2] = np.nan  # missing values take each node's default direction
     np.testing.assert_allclose(model.compiled.predict(probe), model.forest.predict(probe), rtol=1e-12, atol=1e-12)
