@@ -520,6 +520,63 @@ def run_sdpa_backend(out: Path) -> None:
         )
 
 
+#: ``--parts broadcast_copy``: copies whose source repeats along a stride-0 dim, as decoder layers materialize them
+#: (transformers' ``repeat_kv``; Falcon's multi-query K and V expanded over its 71 heads for eager attention's bmm),
+#: name -> (kind, batch, kv heads, repeats, seq, head_dim, dtype). ``repeat_kv``: [b, kv, s, d] expanded to
+#: [b, kv, n, s, d] and reshaped (contiguous runs of s·d); ``expand_v``: [b, kv, s, d] expanded over n heads and made
+#: contiguous (the same runs); ``expand_kt``: K transposed to [b, kv, d, s] and made contiguous so (runs of one
+#: element); ``plain*``: the same output from a permuted source of full size (no repeats), the copy family's own case,
+#: for the ratio. Every layer set's decode misses in Falcon and Gemma 4 are these copies (RESULTS §36); the copy family
+#: has no field for the repeats.
+BROADCAST_COPIES = {
+    "repeat_kv_g4": ("repeat_kv", 32, 16, 2, 1501, 256, "bfloat16"),
+    "repeat_kv_g8": ("repeat_kv", 16, 8, 8, 4096, 128, "bfloat16"),
+    "repeat_kv_g4_short": ("repeat_kv", 64, 8, 4, 512, 128, "bfloat16"),
+    "plain_kv_g4": ("plain", 32, 32, 1, 1501, 256, "bfloat16"),
+    "plain_kv_g8": ("plain", 16, 64, 1, 4096, 128, "bfloat16"),
+    "expand_v_71": ("expand_v", 64, 1, 71, 1201, 64, "float32"),
+    "expand_v_71_b8": ("expand_v", 8, 1, 71, 4096, 64, "float32"),
+    "expand_v_32_bf16": ("expand_v", 32, 1, 32, 2048, 128, "bfloat16"),
+    "expand_kt_71": ("expand_kt", 64, 1, 71, 1201, 64, "float32"),
+    "expand_kt_71_b8": ("expand_kt", 8, 1, 71, 4096, 64, "float32"),
+    "expand_kt_32_bf16": ("expand_kt", 32, 1, 32, 2048, 128, "bfloat16"),
+    "plain_v_71": ("plain", 64, 71, 1, 1201, 64, "float32"),
+    "plain_kt_71": ("plain_t", 64, 71, 1, 1201, 64, "float32"),
+}
+
+
+def broadcast_copy_calls(device: str = "cuda", scale: float = 1.0) -> dict:
+    """The calls ``run_broadcast_copy`` times (``BROADCAST_COPIES``; batch times ``scale``, at least one)."""
+    import torch
+
+    calls = {}
+    for name, (kind, b, kv, n, s, d, dtype) in BROADCAST_COPIES.items():
+        b = max(1, int(b * scale))
+        x = torch.randn(b, kv, s, d, device=device, dtype=getattr(torch, dtype))
+        if kind == "repeat_kv":
+            calls[name] = functools.partial(lambda x, n: x[:, :, None].expand(-1, -1, n, -1, -1).flatten(1, 2), x, n)
+        elif kind == "expand_v":  # as ``reshape`` copies a view it cannot keep: a clone in contiguous format
+            calls[name] = functools.partial(lambda x, n: x.expand(-1, n, -1, -1).contiguous(), x, n)
+        elif kind == "expand_kt":
+            calls[name] = functools.partial(lambda x, n: x.transpose(-1, -2).expand(-1, n, -1, -1).contiguous(), x, n)
+        elif kind == "plain":  # [b, s, kv, d] viewed as [b, kv, s, d]: runs of d elements, no repeats
+            src = x.transpose(1, 2).contiguous().transpose(1, 2)
+            calls[name] = functools.partial(torch.clone, src, memory_format=torch.contiguous_format)
+        else:  # plain_t: the transposed K of full size, runs of one element
+            calls[name] = functools.partial(torch.clone, x.transpose(-1, -2), memory_format=torch.contiguous_format)
+    return calls
+
+
+def run_broadcast_copy(out: Path) -> None:
+    """The kernels of each ``BROADCAST_COPIES`` copy, cold L2: one record per call."""
+    calls = broadcast_copy_calls()
+    for name, segs in zip(calls, time_calls(list(calls.values()), repeats=5)):
+        _append(
+            out / "broadcast_copy.jsonl",
+            {"call": name, "shape": BROADCAST_COPIES[name], "kernels": median_kernels(segs)},
+        )
+
+
 #: layer calls a profiler trace is exported for (``--parts trace``): fixtures of ``kernelcast trace``
 TRACE_POINTS = (("llama3_8b", 1, "prefill", 1, 512, 0), ("qwen3_30b_a3b", 1, "decode", 8, 1, 2048))
 
@@ -571,7 +628,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--parts",
         default="sdpa,launch,layers",
-        help="comma-separated: sdpa, sdpa_masks, sdpa_backend, launch, layers, trace, once",
+        help="comma-separated: sdpa, sdpa_masks, sdpa_backend, broadcast_copy, launch, layers, trace, once",
     )
     p.add_argument("--mask-shapes", type=int, default=150, help="random shapes sdpa_masks adds to its fixed four")
     p.add_argument("--mask-budget-s", type=float, default=60.0, help="sdpa_masks starts no new shape after this")
@@ -587,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_sdpa_masks(out, args.mask_shapes, args.mask_budget_s, args.mask_seed)
     if "sdpa_backend" in parts:
         run_sdpa_backend(out)
+    if "broadcast_copy" in parts:
+        run_broadcast_copy(out)
     if "launch" in parts:
         run_launch(out)
     if "layers" in parts:

@@ -78,3 +78,26 @@ def test_a_resumed_run_skips_the_rows_already_written(tmp_path):
     assert layer_job._done(path, ("shape", "mask", "window")) == set()  # nothing written yet
     path.write_text('{"shape": [1, 16, 8, 2048, 2048, 128], "mask": "window_bool", "window": 1024}\n\n')
     assert layer_job._done(path, ("shape", "mask", "window")) == {((1, 16, 8, 2048, 2048, 128), "window_bool", 1024)}
+
+
+def test_the_broadcast_copy_probe_materializes_repeated_sources_and_their_plain_twins():
+    """Each ``BROADCAST_COPIES`` call returns its source repeated along the head dim, contiguous (run here on the CPU
+    at a hundredth of the batch); the plain twins copy a full-size permuted source to the same output shape."""
+    import torch
+
+    calls = layer_job.broadcast_copy_calls(device="cpu", scale=0.01)
+    assert set(calls) == set(layer_job.BROADCAST_COPIES)
+    for name, call in calls.items():
+        kind, b, kv, n, s, d, dtype = layer_job.BROADCAST_COPIES[name]
+        out = call()
+        src = call.args[0]
+        rows = (s, d) if kind in ("repeat_kv", "expand_v", "plain") else (d, s)
+        assert out.shape == (max(1, int(b * 0.01)), kv * n, *rows) and out.is_contiguous(), name
+        assert str(out.dtype) == f"torch.{dtype}"
+        if kind == "repeat_kv":  # head h is kv head h // n
+            torch.testing.assert_close(out, src.repeat_interleave(n, dim=1), rtol=0, atol=0)
+        elif kind in ("expand_v", "expand_kt"):
+            want = src if kind == "expand_v" else src.transpose(-1, -2)
+            torch.testing.assert_close(out, want.expand(-1, n, -1, -1), rtol=0, atol=0)
+        else:
+            assert n == 1 and not src.is_contiguous() and torch.equal(out, src)

@@ -8,15 +8,17 @@
 # features/ops/attention.py first, which changes the model's columns); then which kernel SDPA picks on its own past
 # head_dim 256, grouped and in fp32 (layer_job --parts sdpa_backend: checks graphs.lower.attention_backend), and a
 # fresh draw of masked-SDPA shapes (--mask-seed 1: a test set for the attention model's mask rows that no shape of the
-# first draw is in; collect/masks_merge.py --test maskedtest2); then the GPU tests (the efficient kernel against
+# first draw is in; collect/masks_merge.py --test maskedtest2); the twenty-first session added copies of sources that
+# repeat along a stride-0 dim (layer_job --parts broadcast_copy: repeat_kv and Falcon's expanded K and V beside plain
+# copies of the same output, the data for a copy field of the repeats); then the GPU tests (the efficient kernel against
 # float64 among them). Four files back.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=480 bash benchmarks/results/collect_h200_next_s20.sh
 FINISH_LOGS=tar
 NAME=kc_s20 source benchmarks/results/device_common.sh
 measure efficient_test attention_efficient_test 1201 60
 measure efficient attention_efficient_wide 1202 150
-log "start sdpa_backend and sdpa_masks seed 1"
-timeout 130 python3 -m kernelcast.collect.layer_job --out "$W/masks2" --parts sdpa_backend,sdpa_masks --mask-seed 1 \
+log "start sdpa_backend, broadcast_copy and sdpa_masks seed 1"
+timeout 150 python3 -m kernelcast.collect.layer_job --out "$W/masks2" --parts sdpa_backend,broadcast_copy,sdpa_masks --mask-seed 1 \
     --mask-shapes 300 --mask-budget-s 70 > "$W/masks2_layers.log" 2>&1
 log "end rc=$? $(cat "$W"/masks2/*.jsonl | grep -c .) rows, $(cat "$W"/masks2/*.jsonl | grep -c '"error"') errors"
 tar czf "$OUT/masks2_layers.tar.gz" -C "$W" masks2
