@@ -69,6 +69,8 @@ def test_missing_manifest_means_no_model(tmp_path):
         ({"feature_version": "0"}, "feature_version '0'"),
         ({"features": ["log_m", "log_n"]}, "feature names differ"),
         ({"op": "moe"}, "op 'moe', expected 'gemm'"),
+        ({"routes": ["nope"]}, r"routes must be distinct backends of 'gemm' \(.*\); got \['nope'\]"),
+        ({"routes": []}, r"reads \d+ inputs; its manifest lists \d+ features and 0 route columns"),
     ],
 )
 def test_manifest_mismatch_is_a_clear_error(tmp_path, change, message):
