@@ -587,14 +587,49 @@ def _gemm(rec: OpRecord, name: str, routing: Any = "balanced") -> Lowered:
         n = b.shape[2]
         nt = b.stride[1] == 1 and b.shape[1] > 1
         desc.update(m=m, n=n, k=k, batch=batch, layout="nt" if nt else "nn")
+        assumption = _leading_dims(desc, a, b)
     else:
         m, k = a.shape
         n = b.shape[1]
         nt = b.stride[0] == 1 and k > 1
         desc.update(m=m, n=n, k=k, layout="nt" if nt else "nn")
+        assumption = _leading_dims(desc, a, b)
     if name == "_scaled_mm":
         desc["layout"] = "nt"
     return Lowered(rec.name, (desc,), assumption=assumption)
+
+
+def _pow2(v: int) -> int:
+    """The largest power of two dividing ``v`` (``v`` itself for 0: no constraint)."""
+    return v & -v if v else 0
+
+
+def _leading_dims(desc: dict, a, b) -> str:
+    """A GEMM operand whose rows sit further apart than the description's dims say (a slice of a wider tensor: GPT-OSS's
+    attention drops its sink column off the scores, leaving A's rows 1,901 elements apart for k = 1,900) is aligned as
+    its leading dimension is, and cuBLAS picks its kernel by that (an sm75 ``align1`` kernel there, 836 µs measured
+    against 500 predicted as aligned). A description has no leading dimension; its alignment features read k (A's and
+    an ``nt`` B's rows) and n (an ``nn`` B's rows): the dim is moved up to the next value with the leading dimension's
+    power of two, and the answer says so. Row-major operands only (a unit last stride)."""
+    moved = []
+    rows_a = a.stride[-2] if a.stride[-1] == 1 and a.shape[-2] > 1 else 0
+    nn = desc["layout"] == "nn"
+    rows_b = b.stride[-2] if nn and b.stride[-1] == 1 and b.shape[-2] > 1 else 0
+    rows_b = b.stride[-1] if not nn and b.shape[-1] > 1 else rows_b  # nt: W[n, k] stored as rows of k
+    for dim, ld in (("k", rows_a), ("n" if nn else "k", rows_b)):
+        want, value = _pow2(ld), desc[dim]
+        if want and want < _pow2(value):
+            while _pow2(value) != want:
+                value += 1
+            moved.append(f"{dim} {desc[dim]} → {value}")
+            desc[dim] = value
+    if not moved:
+        return ""
+    return (
+        "an operand's rows sit at a leading dimension less aligned than its dims (a slice of a wider tensor): cuBLAS "
+        f"picks its kernel by that alignment, so the GEMM is described at {', '.join(moved)}, the dims with that power "
+        "of two"
+    )
 
 
 def _attention(rec: OpRecord, gpu: str) -> Lowered:

@@ -118,3 +118,25 @@ def test_ops_past_32bit_offsets_run_as_the_pieces_tensoriterator_splits_them_int
     assert len(lowered(lambda a, b: a * b, a[:4], b[:4])) == 2
     small = lowered(lambda a, b: (a * b).softmax(-1), a[:1], b[:1])  # 1 GiB: one kernel each
     assert [d["op"] for d in small] == ["elementwise", "reduction"]
+
+
+def test_a_gemm_operand_sliced_from_a_wider_tensor_is_described_at_its_rows_alignment():
+    """GPT-OSS drops its sink column off the attention scores: the second bmm's A is [128, 1900, 1900] with rows 1,901
+    apart, and cuBLAS runs an ``align1`` kernel for it (836 µs measured on the H200, 500 predicted as aligned). The
+    description moves k to the next value with the leading dimension's power of two and says so; an aligned copy of
+    the same operand, or rows more aligned than k, keep the dims."""
+    scores, v = meta(128, 1900, 1901), meta(128, 1900, 64)
+    [rec] = capture(lambda s, v: torch.bmm(s[..., :-1], v), (scores, v)).ops[-1:]
+    low = lower(rec, "H200")
+    [desc] = low.descs
+    assert (desc["m"], desc["n"], desc["k"], desc["batch"], desc["layout"]) == (1900, 64, 1901, 128, "nn")
+    assert "k 1900 → 1901" in low.assumption
+    assert [
+        d["k"] for d in lowered(lambda s, v: torch.bmm(s[..., :-1].contiguous(), v), scores, v) if d["op"] == "gemm"
+    ] == [1900]
+    x, w = meta(512, 4096), meta(1024, 4096)
+    assert [d["k"] for d in lowered(lambda x, w: x[:, :4095] @ w.t()[:4095], x, w) if d["op"] == "gemm"] == [4095]
+    # an nn B whose rows are 66 apart for n = 64: n moves to 66 (2 dividing both)
+    b = meta(4096, 66)
+    [desc] = [d for d in lowered(lambda a, b: a @ b[:, :64], meta(512, 4096), b) if d["op"] == "gemm"]
+    assert (desc["n"], desc["k"], desc["layout"]) == (66, 4096, "nn")
