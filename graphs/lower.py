@@ -617,12 +617,10 @@ def _leading_dims(desc: dict, a, b) -> str:
     rows_b = b.stride[-2] if nn and b.stride[-1] == 1 and b.shape[-2] > 1 else 0
     rows_b = b.stride[-1] if not nn and b.shape[-1] > 1 else rows_b  # nt: W[n, k] stored as rows of k
     for dim, ld in (("k", rows_a), ("n" if nn else "k", rows_b)):
-        want, value = _pow2(ld), desc[dim]
-        if want and want < _pow2(value):
-            while _pow2(value) != want:
-                value += 1
-            moved.append(f"{dim} {desc[dim]} → {value}")
-            desc[dim] = value
+        want = _pow2(ld)
+        if want and want < _pow2(desc[dim]):  # the dim is a multiple of 2·want: the next one with want is dim + want
+            moved.append(f"{dim} {desc[dim]} → {desc[dim] + want}")
+            desc[dim] += want
     if not moved:
         return ""
     return (

@@ -62,15 +62,12 @@ REQUIRED_KEYS = (
 )
 
 
-#: the forest's inputs after the matrix columns, one per own-tree backend whose own trees answer only the GPUs it was
-#: measured on (``training.xgb.LatencyRegressor``'s ``measured_gpus_only``): 1 sends a row to that backend's own trees,
-#: 0 to the shared trees, which answer it on any other GPU from the spec they learned off every GPU's rows
-ROUTE_PREFIX = "route="
-
-
-def route_names(routes) -> list[str]:
-    """The forest's route columns, in order, for the backends listed in a manifest's ``routes``."""
-    return [f"{ROUTE_PREFIX}{backend}" for backend in routes]
+def route_column(op: str, routes, backend: str) -> int:
+    """The forest input that routes ``backend``'s rows: the route columns follow the matrix columns, one per backend
+    of a manifest's ``routes`` in its order (own-tree backends whose trees answer only the GPUs they were measured on,
+    ``training.xgb.LatencyRegressor``'s ``measured_gpus_only``); 1 sends a row to that backend's own trees, 0 to the
+    shared trees, which answer it on any other GPU from the spec they learned off every GPU's rows."""
+    return len(_matrix_columns(op)) + list(routes).index(backend)
 
 
 class ModelFileError(ValueError):
@@ -436,12 +433,10 @@ class LearnedModel:
 
     @functools.cached_property
     def _routes(self) -> tuple[tuple[int, int], ...]:
-        """(route column, its backend's one-hot column) per route column of the forest (``ROUTE_PREFIX``)."""
+        """(route column, its backend's one-hot column) per route column of the forest (``route_column``)."""
+        routes = self.manifest.get("routes", ())
         columns = _matrix_columns(self.op)
-        return tuple(
-            (len(columns) + j, columns.index(f"backend={backend}"))
-            for j, backend in enumerate(self.manifest.get("routes", ()))
-        )
+        return tuple((route_column(self.op, routes, b), columns.index(f"backend={b}")) for b in routes)
 
     def matrix(self, features: pd.DataFrame | Mapping[str, Any], measured: bool = True) -> np.ndarray:
         """The forest's input: ``feature_matrix`` and the route columns, which send a routed backend's rows to its own

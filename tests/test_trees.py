@@ -120,7 +120,7 @@ def test_numpy_walk_of_a_large_batch_goes_in_chunks_with_the_same_margins(monkey
 
 
 def test_a_route_column_after_the_boosters_columns_gates_own_trees(tmp_path):
-    """``own`` keyed by a column past the boosters' (a route column, ``predictors.learned.ROUTE_PREFIX``): the forest
+    """``own`` keyed by a column past the boosters' (a route column, ``predictors.learned.route_column``): the forest
     reads one more input; rows with it 1 take the own trees, rows with it 0 the shared trees even where their backend
     column is 1 (synthetic data: a unit test of the gating)."""
     rng = np.random.default_rng(3)

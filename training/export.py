@@ -16,7 +16,14 @@ import pandas as pd
 
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import categories, feature_version
-from kernelcast.predictors.learned import MANIFEST_FORMAT, MODEL_DIR, MODEL_FILES, file_sha256, matrix_columns
+from kernelcast.predictors.learned import (
+    MANIFEST_FORMAT,
+    MODEL_DIR,
+    MODEL_FILES,
+    file_sha256,
+    matrix_columns,
+    route_column,
+)
 from kernelcast.predictors.trees import Forest
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT
 from kernelcast.training.xgb import own_column
@@ -118,10 +125,10 @@ def export_model(
         raw.unlink()
         os.replace(tmp, path)
         paths.append(path)
-    # own trees gated on their backend's one-hot column, or on a route column after the matrix's (``model.routes``)
-    routes, width = model.routes, len(matrix_columns(op))
+    # own trees gated on their backend's one-hot column, or on its route column (``model.routes``)
+    routes = model.routes
     own = {
-        (width + routes.index(b) if b in routes else own_column(op, b)): booster
+        (route_column(op, routes, b) if b in routes else own_column(op, b)): booster
         for b, booster in getattr(model, "own_boosters_", {}).items()
     }
     forest = Forest.from_boosters(model.booster_, model.quantile_booster_, own=own)

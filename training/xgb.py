@@ -96,8 +96,9 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         # backend -> {max_depth, n_estimators, learning_rate[, colsample_bytree][, measured_gpus_only]}: that
         # backend's rows get point trees of their own, fitted on its rows alone (the shared trees serve the others);
         # exported as one forest, gated on the backend. With ``measured_gpus_only`` the own trees answer only the GPUs
-        # the backend was measured on (the forest's route column, ``ROUTE_PREFIX``); the shared trees keep its rows
-        # and answer it on GPUs no row of it measured, from the spec they learned off every GPU's rows
+        # the backend was measured on (the forest's route column, ``predictors.learned.route_column``); the shared
+        # trees keep its rows and answer it on GPUs no row of it measured, from the spec they learned off every GPU's
+        # rows
         self.own_trees = own_trees
         # the shared trees are fitted without the rows of own-tree backends they never answer
         self.shared_skips_own = shared_skips_own
@@ -249,7 +250,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
     @property
     def routes(self) -> list[str]:
         """The own-tree backends whose trees answer only the GPUs they were measured on: the shipped forest's route
-        columns (``predictors.learned.ROUTE_PREFIX``), in order."""
+        columns (``predictors.learned.route_column``), in order."""
         return [b for b in getattr(self, "own_boosters_", {}) if self.own_trees[b].get("measured_gpus_only")]
 
     def forest_input(self, x: np.ndarray) -> np.ndarray:
