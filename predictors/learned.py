@@ -35,10 +35,10 @@ from kernelcast.predictors.compiled import CompiledForest, compile_forest
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
-#: 5: the quantile trees predict the point model's error, not the target (4: the forest is the only model file,
-#: XGBoost's margins on check rows in the manifest; 3: the boosters shipped too; 2: no hashes; 1: XGBoost categorical
-#: columns)
-MANIFEST_FORMAT = 5
+#: 6: the forest file stores each child as its distance from its parent (5: the quantile trees predict the point
+#: model's error, not the target; 4: the forest is the only model file, XGBoost's margins on check rows in the manifest;
+#: 3: the boosters shipped too; 2: no hashes; 1: XGBoost categorical columns)
+MANIFEST_FORMAT = 6
 #: the files of a shipped model besides its manifest, by role (the boosters stay in MLflow: the shipped tree must
 #: travel to GPU hosts in a 64 MiB copy, and the GEMM boosters alone were 31 MB)
 MODEL_FILES = {"forest": ".forest.npz"}
