@@ -7,7 +7,7 @@ trained on them (as ``backend="vllm"``), and they time warm-L2 CUDA-graph replay
 launches; the H200 row shows how far the two timings sit apart where both were measured. Several model folders can be
 compared in one run (``--models label=folder,...``).
 
-Usage: python benchmarks/eval_unseen_cublas.py [--models shipped=predictors/models,new=/tmp/m] [--rows 3000]
+Usage: python benchmarks/eval_unseen_cublas.py [--models shipped=predictors/models,new=DIR] [--rows 3000]
        [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_unseen_cublas.json).
 """
@@ -24,7 +24,7 @@ import pandas as pd
 from kernelcast import predict_many
 from kernelcast.features.desc import op_fields
 from kernelcast.predictors.learned import MODEL_DIR
-from kernelcast.training.data import load_rows
+from kernelcast.training.data import REPO, load_rows
 
 #: the aiconfigurator tables whose kernel is cuBLAS (vLLM 0.24's unquantized linear)
 KERNEL_SOURCE = "torch.nn.functional.linear"
@@ -82,7 +82,14 @@ def main() -> None:
     for label in models:
         print(f"{label}: answered by " + ", ".join(sorted({r[label]["model"] for r in table})))
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps({"models": models, "rows_per_gpu": args.rows, "table": table}, indent=1))
+    where = {label: _where(folder) for label, folder in models.items()}
+    args.json_out.write_text(json.dumps({"models": where, "rows_per_gpu": args.rows, "table": table}, indent=1))
+
+
+def _where(folder: str) -> str:
+    """A model folder as a result file names it: from the checkout's root when inside it (no machine's folders)."""
+    path = Path(folder).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else f"a folder outside the checkout ({path.name})"
 
 
 if __name__ == "__main__":
