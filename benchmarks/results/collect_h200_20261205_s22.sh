@@ -12,9 +12,9 @@
 # repeat along a stride-0 dim (layer_job --parts broadcast_copy: repeat_kv and Falcon's expanded K and V beside plain
 # copies of the same output, the data for a copy field of the repeats); then the GPU tests (the efficient kernel against
 # float64 among them). Four files back.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=480 bash benchmarks/results/collect_h200_next_s20.sh
+#   KERNELCAST_GIT_REV=<commit> LIMIT=480 bash benchmarks/results/collect_h200_20261205_s22.sh
 FINISH_LOGS=tar
-NAME=kc_s20 source benchmarks/results/device_common.sh
+NAME=kc_s22 source benchmarks/results/device_common.sh
 measure efficient_test attention_efficient_test 1201 60
 measure efficient attention_efficient_wide 1202 150
 log "start sdpa_backend, broadcast_copy and sdpa_masks seed 1"
