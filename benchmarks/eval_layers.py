@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6]
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed;
 #: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
 #: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices);
-#: ``--set arch5``: the fifth (ARCH5_MODELS), the first measured with the inputs each model passes its layers
+#: ``--set arch5``: the fifth (ARCH5_MODELS), the first measured with the inputs each model passes its layers;
+#: ``--set arch6``: the sixth, sealed (ARCH5_MODELS at other points)
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -64,6 +65,14 @@ SETS = {
             default=ROOT / "datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl",
         ),
         OUT.with_name("eval_layers_arch5.json"),
+    ),
+    # the sixth, sealed (ARCH5_MODELS at ARCH6's points, twenty-second session)
+    "arch6": (
+        max(
+            (ROOT / "datasets/layers").glob("kernelcast_h200_sxm_*_arch6_layers.jsonl"),
+            default=ROOT / "datasets/layers/kernelcast_h200_sxm_<date>_arch6_layers.jsonl",
+        ),
+        OUT.with_name("eval_layers_arch6.json"),
     ),
 }
 ARCH_HYBRID = (

@@ -33,6 +33,8 @@ from kernelcast.collect.layer_job import (
     ARCH5_DECODE,
     ARCH5_MODELS,
     ARCH5_PREFILL,
+    ARCH6_DECODE,
+    ARCH6_PREFILL,
     ARCH_MODELS,
 )
 from kernelcast.features.inductor import compile_code
@@ -123,6 +125,10 @@ HYBRID_LAYER_MODELS = tuple((name, 1) for name in sorted(HYBRIDS))
 ARCH5_LAYER_POINTS = tuple(("prefill", b, s, 0) for b, s in ARCH5_PREFILL) + tuple(
     ("decode", b, 1, c) for b, c in ARCH5_DECODE
 )
+#: a fifth sealed compiled set (twenty-second session): the same architectures at the sixth eager set's points
+ARCH6_LAYER_POINTS = tuple(("prefill", b, s, 0) for b, s in ARCH6_PREFILL) + tuple(
+    ("decode", b, 1, c) for b, c in ARCH6_DECODE
+)
 
 #: --layer-models: the layer tasks of each set, a union of (models × points) products
 LAYER_SETS = {
@@ -140,6 +146,7 @@ LAYER_SETS = {
     "arch3": ((UNSEEN_LAYER_MODELS, LAYER_POINTS), (TRAIN_LAYER_MODELS, ARCH3_LAYER_POINTS)),
     "hybrid": ((HYBRID_LAYER_MODELS, LAYER_POINTS),),
     "arch5": ((ARCH5_MODELS, ARCH5_LAYER_POINTS),),
+    "arch6": ((ARCH5_MODELS, ARCH6_LAYER_POINTS),),
     # Qwen3.5's hybrids at the training points (Nemotron's ran out of memory beside the other compile workers)
     "hybridtrain": (
         (tuple(m for m in HYBRID_LAYER_MODELS if m[0].startswith("qwen3_5")), TRAIN_LAYER_POINTS + TRAIN2_LAYER_POINTS),

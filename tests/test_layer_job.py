@@ -22,11 +22,16 @@ def test_sdpa_masks_are_the_causal_and_sliding_patterns():
     assert decode["causal_bool"].all() and decode["window_bool"].int().tolist() == [[0, 0, 0, 1, 1]]
 
 
-def test_the_fifth_layer_set_is_callable_on_meta_tensors():
+@pytest.mark.parametrize("name", ["arch5", "arch6"])
+def test_the_fifth_and_sixth_layer_sets_are_callable_on_meta_tensors(name):
     """Every ARCH5 model and point builds and calls the way the GPU will (model inputs): a set that fails here would
-    spend device time on errors. GPT-J's points stay inside its 2,048-row position table."""
-    models, prefill, decode = layer_job.MODEL_SETS["arch5"]
+    spend device time on errors. GPT-J's points stay inside its 2,048-row position table; the sixth set's points are
+    none of the fifth's."""
+    models, prefill, decode = layer_job.MODEL_SETS[name]
     assert max(s for _, s in prefill) + 1 <= 2048 and max(c for _, c in decode) + 1 <= 2048
+    if name == "arch6":
+        _, prefill5, decode5 = layer_job.MODEL_SETS["arch5"]
+        assert not set(prefill) & set(prefill5) and not set(decode) & set(decode5)
     for name, tp in models:
         cfg = layers.shard(layers.load_config(name), tp)
         kind = layers.layer_kinds(cfg)[0]
