@@ -16,11 +16,12 @@ gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used,te
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$W/pip.log" 2>&1 || { cat "$W/pip.log"; exit 2; }
 log "$NAME git_rev=${KERNELCAST_GIT_REV:-?} $(python3 -c 'import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name(0))')"
 gpu_state
-# one measuring pass: measure <name> <sweeps> <seed> <budget_s>; its folder and log go back as <name>.tar.gz
+# one measuring pass: measure <name> <sweeps> <seed> <budget_s>; its folder and log go back as <name>.tar.gz; the
+# descriptions name GPU_NAME (default H200: set it on any other card)
 measure() {
-  log "start $1 (budget $4 s)"
+  log "start $1 (budget $4 s, ${GPU_NAME:-H200})"
   python3 -m kernelcast.collect.gpu_job --sweeps "$2" --seed "$3" --out "$W/$1" --gpus 0 --budget-s "$4" --chunk 100 \
-    --precompile-workers 4 > "$W/$1.log" 2>&1
+    --precompile-workers 4 --gpu-name "${GPU_NAME:-H200}" > "$W/$1.log" 2>&1
   log "end $1 rc=$? $(tail -n 2 "$W/$1.log" | tr '\n' ' ')"
   tar czf "$OUT/$1.tar.gz" -C "$W" "$1" "$1.log"
 }
