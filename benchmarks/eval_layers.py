@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6|h100_arch4]
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ OUT = ROOT / "benchmarks/results/eval_layers.json"
 #: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
 #: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices);
 #: ``--set arch5``: the fifth (ARCH5_MODELS), the first measured with the inputs each model passes its layers;
-#: ``--set arch6``: the sixth, sealed (ARCH5_MODELS at other points)
+#: ``--set arch6``: the sixth, sealed (ARCH5_MODELS at other points); ``--set h100_arch4``: the fourth set's points
+#: on an H100 (every answer there is for a GPU the models never saw measured by this harness)
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -66,6 +67,14 @@ SETS = {
         ),
         OUT.with_name("eval_layers_arch5.json"),
     ),
+    # the sealed fourth set's points measured on an H100 (twenty-second session): no kernelcast row was measured there
+    "h100_arch4": (
+        max(
+            (ROOT / "datasets/layers").glob("kernelcast_h100_sxm_*_arch4_layers.jsonl"),
+            default=ROOT / "datasets/layers/kernelcast_h100_sxm_<date>_arch4_layers.jsonl",
+        ),
+        OUT.with_name("eval_layers_h100_arch4.json"),
+    ),
     # the sixth, sealed (ARCH5_MODELS at ARCH6's points, twenty-second session)
     "arch6": (
         max(
@@ -75,6 +84,8 @@ SETS = {
         OUT.with_name("eval_layers_arch6.json"),
     ),
 }
+#: sets measured on a GPU other than the H200 (the file's name says which)
+GPU_OF_SET = {"h100_arch4": "H100"}
 ARCH_HYBRID = (
     "qwen3_5_27b",
     "nemotron3_nano_30b",
@@ -85,7 +96,7 @@ ARCH_HYBRID = (
 FIT = ("llama3_8b", "qwen2_5_7b", "mixtral_8x7b", "deepseek_v3")
 
 
-def predictions(data: Path = DATA) -> list[dict]:
+def predictions(data: Path = DATA, gpu: str = "H200") -> list[dict]:
     rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if "eager" in r]
     models: dict = {}
@@ -99,10 +110,10 @@ def predictions(data: Path = DATA) -> list[dict]:
         )
         cap = capture(call.fn, call.args, call.kwargs)
         probe = statistics.median(r["eager"]["host_probe_us"])
-        eager = predict_capture(cap, "H200", host_probe_us=probe)
-        table, fams, _ = kernel_table(cap, "H200")
+        eager = predict_capture(cap, gpu, host_probe_us=probe)
+        table, fams, _ = kernel_table(cap, gpu)
         lat = table["latency_us"].where(table["model"] != "unmapped", 0.0).astype(float)
-        graph = predict_capture(cap, "H200", cuda_graph=True)
+        graph = predict_capture(cap, gpu, cuda_graph=True)
         out.append(
             {
                 **{k: r[k] for k in ("model", "tp", "phase", "batch", "seq", "context")},
@@ -113,7 +124,7 @@ def predictions(data: Path = DATA) -> list[dict]:
                 "device_us": eager.device_us,
                 "host_probe_us": probe,
                 "wall_us": eager.wall_us,
-                "nominal_wall_us": predict_capture(cap, "H200").wall_us,
+                "nominal_wall_us": predict_capture(cap, gpu).wall_us,
                 "graph_wall_us": graph.wall_us,
                 "kernels": int((eager.kernels["model"] != "unmapped").sum()),
                 "unmapped": int((eager.kernels["model"] == "unmapped").sum()),
@@ -231,7 +242,7 @@ def main(argv=None) -> int:
     data, out = SETS[args.set]
     if not data.is_file():
         p.error(f"--set {args.set}: {data} is not measured yet (collect/layer_job.py --models {args.set} collects it)")
-    rows = predictions(data)
+    rows = predictions(data, gpu=GPU_OF_SET.get(args.set, "H200"))
     if args.fit:
         fit_l2(rows)
         fit(rows)
@@ -261,7 +272,7 @@ def main(argv=None) -> int:
             ("all", lambda r: True),
         )
         # the eight models of the fit set, and the six architectures no earlier set has
-        if args.set in ("arch3", "arch4"):
+        if args.set in ("arch3", "arch4", "h100_arch4"):
             eight = {m for m, _ in MODELS}
             new = eight | {m for m, _ in ARCH2_MODELS}
             groups += (
