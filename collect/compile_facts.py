@@ -206,12 +206,12 @@ def facts_table(jsonl: str | os.PathLike) -> Any:
 def write_serving_table(table: Any, kernel: str, folder: str | os.PathLike) -> str:
     """The columns ``features.compiled`` reads (its ``KEYS`` and ``VALUES``) of a facts table's classes, one CSV per
     architecture in ``folder`` (``features/compiled/``), written atomically; returns the paths."""
-    from kernelcast.features.compiled import KEYS, VALUES, table_name
+    from kernelcast.features.compiled import FLAGS, KEYS, VALUES, table_name
 
     keys, written = list(KEYS[kernel]), []
-    for gpu, mine in table.groupby("gpu"):
+    for gpu, mine in key_columns(table, kernel).groupby("gpu"):
         frame = mine[[*keys, *VALUES, "triton"]].drop_duplicates(keys).sort_values(keys)
-        frame = frame.assign(causal=frame["causal"].astype(int)) if "causal" in keys else frame
+        frame = frame.assign(**{k: frame[k].astype(int) for k in keys if k in FLAGS})
         path = os.path.join(folder, table_name(kernel, capability(str(gpu))))
         frame.to_csv(f"{path}.{os.getpid()}.tmp", index=False)
         os.replace(f"{path}.{os.getpid()}.tmp", path)
@@ -243,10 +243,28 @@ def space_rows(kernel: str, gpu_name: str) -> list[dict]:
     rows = []
     for values in itertools.product(*SPACE[kernel].values()):
         key = dict(zip(names, values))
-        config = {k: v for k, v in key.items() if k in config_keys}
-        rest = {k: v for k, v in key.items() if k not in config_keys}
+        if kernel == "triton_gemm":
+            if key["block_m"] * key["block_n"] / key["num_warps"] > GEMM_MAX_WARP_TILE:
+                continue
+            # the key's flags as a call: split_k 2 or 1 (group_m 8), n and k 4,096 or 4,095
+            key |= {"group_m": 8, "split_k": 2 if key.pop("split") else 1}
+            key |= {d: 4096 if key.pop(f"{d}16") else 4095 for d in ("n", "k")}
+        config = {k: v for k, v in key.items() if k in config_keys or k == "split_k"}
+        rest = {k: v for k, v in key.items() if k not in config}
         rows.append({**SPACE_CALL[kernel], **rest, "gpu": gpu_name, "config": config})
     return rows
+
+
+#: the Triton GEMM sweeps' pool bound (``pool_max``: block_m·block_n / num_warps, the accumulators a warp holds)
+GEMM_MAX_WARP_TILE = 8192
+
+
+def key_columns(table: Any, kernel: str) -> Any:
+    """A facts table with ``kernel``'s key flags as columns (``features.compiled.KEYS``): Triton GEMM's split, n16
+    and k16 from its description's split_k, n and k."""
+    if kernel != "triton_gemm":
+        return table
+    return table.assign(split=table["split_k"] > 1, n16=table["n"] % 16 == 0, k16=table["k"] % 16 == 0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -20,7 +20,13 @@ from kernelcast.features.common import key_codes
 from kernelcast.features.gpu import get_gpu
 
 #: the columns a table is keyed on, per kernel, in the order of the ``compiled_resources`` arguments
-KEYS = {"triton_attention": ("dtype", "head_dim", "causal", "block_m", "block_n", "num_warps", "num_stages")}
+KEYS = {
+    "triton_attention": ("dtype", "head_dim", "causal", "block_m", "block_n", "num_warps", "num_stages"),
+    # (split: split_k > 1; n16, k16: n and k multiples of 16 — what Triton specializes the pointers on)
+    "triton_gemm": ("layout", "block_m", "block_n", "block_k", "num_warps", "num_stages", "split", "n16", "k16"),
+}
+#: key columns stored as 0/1
+FLAGS = {"causal", "split", "n16", "k16"}
 #: what a table gives per key
 VALUES = ("registers", "stack_bytes")
 #: the whole key space a kernel's table is compiled over (``collect/compile_facts.py --space``): the Triton
@@ -34,7 +40,21 @@ SPACE = {
         "block_n": (16, 32, 64, 128),
         "num_warps": (2, 4, 8),
         "num_stages": (1, 2, 3, 4),
-    }
+    },
+    # the Triton GEMM sweeps' config values (collect/sweeps/gemm_triton_*.toml) for single (unbatched) GEMMs; Triton
+    # allocates the same for bf16 and fp16, any group_m and any split_k > 1 (0 disagreements over the 2,438 measured
+    # classes of datasets/compile_facts/triton_gemm_h200.parquet), so those are not keys
+    "triton_gemm": {
+        "layout": ("nn", "nt"),
+        "block_m": (16, 32, 64, 128, 256),
+        "block_n": (16, 32, 64, 128, 256),
+        "block_k": (16, 32, 64, 128),
+        "num_warps": (2, 4, 8),
+        "num_stages": (2, 3, 4, 5, 6),
+        "split": (False, True),
+        "n16": (False, True),
+        "k16": (False, True),
+    },
 }
 #: the call each key of a kernel's space is compiled on (its shape does not change what Triton allocates: one
 #: figure per key over every measured shape, datasets/compile_facts/)
@@ -48,6 +68,7 @@ SPACE_CALL = {
         "seq_q": 1024,
         "seq_kv": 1024,
     },
+    "triton_gemm": {"op": "gemm", "backend": "triton", "dtype": "bf16", "m": 4096, "batch": 1},
 }
 
 
@@ -69,9 +90,9 @@ def _key(kernel: str, values) -> tuple:
     """A key as the table stores it: text columns as text, booleans as 0/1, numbers as integers."""
     out = []
     for name, value in zip(KEYS[kernel], values):
-        if name == "dtype":
+        if name in ("dtype", "layout"):
             out.append(str(value))
-        elif name == "causal":
+        elif name in FLAGS:
             out.append(int(value in (True, 1, "True", "true", "1")))
         else:
             out.append(int(float(value)) if np.isfinite(float(value)) else -1)
