@@ -252,7 +252,25 @@ def space_rows(kernel: str, gpu_name: str) -> list[dict]:
         config = {k: v for k, v in key.items() if k in config_keys or k == "split_k"}
         rest = {k: v for k, v in key.items() if k not in config}
         rows.append({**SPACE_CALL[kernel], **rest, "gpu": gpu_name, "config": config})
-    return rows
+    return _fitting(rows, gpu_name) if kernel == "triton_gemm" else rows
+
+
+def _fitting(rows: list[dict], gpu_name: str) -> list[dict]:
+    """The Triton GEMM rows whose A and B pipeline buffers fit the GPU's shared memory per block (the others never
+    run: ``features.ops.gemm``'s shared-memory rule refuses them)."""
+    import numpy as np
+
+    from kernelcast.features.gpu import get_gpu
+    from kernelcast.features.ops.gemm import triton_gemm_operands
+
+    cols = {c: np.array([r[c] for r in rows]) for c in ("m", "n", "k", "batch")}
+    cols["layout"] = np.array([r["layout"] for r in rows], dtype=object)
+    cols["gpu"] = np.array([gpu_name] * len(rows), dtype=object)
+    cfg = {c: np.array([r["config"][c] for r in rows], dtype=float) for c in ("block_m", "block_n", "block_k")}
+    cfg |= {c: np.array([r["config"][c] for r in rows], dtype=float) for c in ("num_warps", "num_stages")}
+    smem = triton_gemm_operands(cols, cfg, 2.0).smem_bytes  # bf16 operands
+    limit = get_gpu(gpu_name).shared_memory_per_block_bytes
+    return [r for r, b in zip(rows, smem) if b <= limit]
 
 
 #: the Triton GEMM sweeps' pool bound (``pool_max``: block_m·block_n / num_warps, the accumulators a warp holds)

@@ -1,15 +1,26 @@
 #!/bin/bash
 # Second device call of the twenty-second session (2026-12-05). Issue 14: the fifth layer set's Llama 4 misses are
 # its eager expert stacks (one cuBLAS bmm over all experts, 0.3-36 ms, 930 TFLOP/s measured, 740 predicted: every
-# earlier batched pass stopped at 200 GFLOP). First the sealed measurements: the expert-stack bmm test set
-# (gemm_cublas_bmm_experts_test) and a sixth eager layer set (layer_job --models arch6: the fifth set's 11
-# architectures at four other points), both read once after this session's choices; then the expert-stack training
-# pass (gemm_cublas_bmm_experts); then, while time is left, the sixth set compiled (fused_job --layer-models arch6).
-#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_20261205_s22b.sh
+# earlier batched pass stopped at 200 GFLOP). Issue 13: fresh Triton GEMM configs miss most where ptxas spills
+# (some configs get 32 registers and a 2 KB stack: 4-6x slower), which the register estimate cannot see.
+# First a sixth eager layer set, sealed (layer_job --models arch6: the fifth set's 11 architectures at four other
+# points; alone on the host, its spans are host-bound), then, while the host's CPUs compile the whole Triton GEMM
+# key space for sm_90 (compile_facts --space triton_gemm, 14 workers; the keys already compiled on the dev machine,
+# benchmarks/results/gemm_space_facts_seed.jsonl when present, are skipped), the expert-stack bmm test set (sealed) and
+# its training pass.
+#   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_20261205_s22b.sh
 FINISH_LOGS=tar
 NAME=kc_s22b source benchmarks/results/device_common.sh
-measure bmm_experts_test gemm_cublas_bmm_experts_test 1222 60
 layerset arch6 arch6 150
+SEED=benchmarks/results/gemm_space_facts_seed.jsonl
+[ -f "$SEED" ] && cp "$SEED" "$W/gemm_space_facts.jsonl"
+log "start compile facts, triton_gemm space ($(cat "$W/gemm_space_facts.jsonl" 2>/dev/null | grep -c .) seeded)"
+( timeout $(( $(left) - 35 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 14 \
+    --out "$W/gemm_space_facts.jsonl" > "$W/gemm_space.log" 2>&1 ) &
+SPACE=$!
+measure bmm_experts_test gemm_cublas_bmm_experts_test 1222 60
 measure bmm_experts gemm_cublas_bmm_experts 1221 120
-[ "$(left)" -gt 150 ] && compiled arch6c arch6 30 8 120
+wait $SPACE
+log "end compile facts: $(grep -c . "$W/gemm_space_facts.jsonl") classes, $(grep -c '"error"' "$W/gemm_space_facts.jsonl") failed"
+gzip -c "$W/gemm_space_facts.jsonl" > "$OUT/gemm_space_facts.jsonl.gz"
 finish
