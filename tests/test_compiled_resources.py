@@ -1,6 +1,6 @@
-"""The compiled-resources table the Triton attention features read: it covers the whole table space, it is the
-compile facts Triton 3.6 gave on the H200 host (real files under datasets/compile_facts/), it is read for sm_90 GPUs
-only, and the attention features take registers and spills from it where it holds the key."""
+"""The compiled-resources tables the Triton attention and GEMM features read: each covers its whole table space, is
+the compile facts Triton 3.6 gave (real files under datasets/compile_facts/), is read for sm_90 GPUs only, and the
+features take registers and spills from it where it holds the key."""
 
 import math
 from pathlib import Path
@@ -92,7 +92,7 @@ def test_the_space_is_one_description_per_key_with_distinct_compile_classes():
     rows = space_rows("triton_attention", "H200")
     assert len(rows) == 2304
     assert len({class_id(with_config(r)) for r in rows}) == 2304
-    with pytest.raises(ValueError, match="--space must be one of triton_attention; got 'gemm'"):
+    with pytest.raises(ValueError, match="--space must be one of triton_attention, triton_gemm; got 'gemm'"):
         space_rows("gemm", "H200")
 
 
@@ -103,3 +103,31 @@ def test_the_cli_takes_datasets_or_a_space(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--space", "triton_attention", "--serving", str(tmp_path), "--out", str(tmp_path / "f.jsonl")])
     assert "--serving needs --space and --table" in capsys.readouterr().err
+
+
+def test_the_gemm_space_is_every_fitting_key_once_and_its_facts_agree_with_every_measured_shape():
+    """The Triton GEMM key space (what compile_facts --space triton_gemm compiles: 21,948 keys that fit shared
+    memory, each its own compile class) and its facts so far (datasets/compile_facts/triton_gemm_space_h200.parquet,
+    compiled with Triton 3.6): where the facts compiled from measured rows (other shapes, bf16 and fp16, any group_m
+    and split_k) hold a key, registers agree and the stack frame within 1% — dtype, group_m, split_k past 1 and the
+    shape beyond n and k's alignment change nothing Triton allocates that matters, so they are not keys."""
+    rows = space_rows("triton_gemm", "H200")
+    assert len(rows) == 21948 and len({class_id(with_config(r)) for r in rows}) == len(rows)
+    assert all(r["config"]["block_m"] * r["config"]["block_n"] / r["config"]["num_warps"] <= 8192 for r in rows)
+    key = list(KEYS["triton_gemm"])
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame.batch <= 1].assign(
+            split=(frame.split_k > 1).astype(int), n16=(frame.n % 16 == 0).astype(int),
+            k16=(frame.k % 16 == 0).astype(int),
+        )  # fmt: skip
+
+    space = keyed(pd.read_parquet(FACTS / "triton_gemm_space_h200.parquet"))
+    assert not space.duplicated(key).any() and len(space) > 9000 and set(space["triton"]) == {"3.6.0"}
+    measured = keyed(pd.read_parquet(FACTS / "triton_gemm_h200.parquet"))
+    seen = measured.merge(space, on=key, suffixes=("_measured", ""))
+    assert len(seen) > 2000
+    assert (seen["registers"] == seen["registers_measured"]).all()
+    # (2 of 2,173 classes, a 32x256x128 tile with n ragged under 32, spill 40 bytes more than at n = 4,095)
+    stack = (seen["stack_bytes"] - seen["stack_bytes_measured"]).abs()
+    assert (stack == 0).mean() > 0.99 and (stack <= 0.01 * seen["stack_bytes"]).all()

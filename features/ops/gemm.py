@@ -26,7 +26,6 @@ from kernelcast.features.common import (
     triton_configs,
     triton_ring,
 )
-from kernelcast.features.compiled import compiled_resources
 from kernelcast.features.fields import (
     MAX_ELEMENTS,
     OUTSIDE_BACKENDS,
@@ -257,37 +256,6 @@ def triton_gemm_registers(cfg, operands: TritonGemmOperands) -> np.ndarray:
     return cfg["block_m"] * cfg["block_n"] / threads + fragments + ragged + GEMM_BASE_REGISTERS
 
 
-def triton_gemm_resources(cols, cfg, base, ops: TritonGemmOperands):
-    """(registers a thread asks for, registers it spills) of kernelcast's Triton GEMM: as compiled for the GPU's
-    architecture where ``features/compiled/triton_gemm_sm<NN>.csv`` holds the config's key (the registers it got plus
-    the 4-byte words of its stack frame), else ``triton_gemm_registers``' estimate and what of it is over 255.
-
-    The compiled figure is what the estimate cannot see: ptxas gives some configs 32 registers and puts everything
-    else on the stack (32x128x32 tiles on 2 warps with n and k both ragged: a 2,320-byte frame, 4-6x slower than the
-    same tile with n aligned, RESULTS §38). Batched GEMMs (other pointer arithmetic) keep the estimate."""
-    xp = num.of(cfg["block_m"])
-    estimate = triton_gemm_registers(cfg, ops)
-    n, k = xp.floats(cols["n"]), xp.floats(cols["k"])
-    single = xp.floats(cols["batch"]) <= 1
-    compiled, stack = compiled_resources(
-        "triton_gemm",
-        cols["gpu"],
-        cols.get("layout", "nt"),
-        xp.where(single, cfg["block_m"], np.nan),
-        cfg["block_n"],
-        cfg["block_k"],
-        cfg["num_warps"],
-        cfg["num_stages"],
-        base["split_k"] > 1,
-        n % 16 == 0,
-        k % 16 == 0,
-    )
-    if xp is num.SCALARS:
-        compiled, stack = float(compiled[0]), float(stack[0])
-    asked = xp.where(xp.isnan(compiled), estimate, compiled + stack / 4.0)
-    return asked, xp.where(xp.isnan(stack), xp.fmax(estimate - MAX_REGISTERS, 0.0), stack / 4.0)
-
-
 def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     """How a Triton config sits on an SM (``features.common.resident_ctas``): A and B tiles in their pipeline
     buffers (``triton_gemm_operands``), the registers a thread asks for (``triton_gemm_registers``) and what of
@@ -296,7 +264,8 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, bk, warps = base["block_m"], base["block_n"], base["block_k"], base["num_warps"]
     cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": base["num_stages"]}
     ops = triton_gemm_operands(cols, cfg, base["elem_bytes"])
-    registers, spilled = triton_gemm_resources(cols, cfg, base, ops)
+    registers = triton_gemm_registers(cfg, ops)
+    spilled = num.of(bm).fmax(registers - MAX_REGISTERS, 0.0)
     scalar = scalar_load_us(cols, base, ops.vec_a, ops.vec_b)
     return {
         **resident_ctas(ops.smem_bytes, bm * bn / (32 * warps), warps, base["tiles"], base, registers=registers),
