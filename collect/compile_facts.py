@@ -147,15 +147,18 @@ def _one(args: tuple[dict, str]) -> dict[str, Any]:
     return record
 
 
-def collect_facts(descs: Iterable[Desc], gpu_name: str, out: str | os.PathLike, workers: int = 2) -> dict[str, Any]:
-    """Compile facts for every compile class of ``descs`` not yet in ``out`` (JSON lines, appended); a summary."""
+def collect_facts(
+    descs: Iterable[Desc], gpu_name: str, out: str | os.PathLike, workers: int = 2, done: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Compile facts for every compile class of ``descs`` not yet in ``out`` (JSON lines, appended) nor in ``done``
+    (class ids compiled elsewhere, e.g. a facts table's ``class_id``); a summary."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    done = set()
+    done = set(done)
     if os.path.exists(out):
         with open(out) as fh:
-            done = {json.loads(line)["class"] for line in fh if line.strip()}
+            done |= {json.loads(line)["class"] for line in fh if line.strip()}
     todo: dict[str, Desc] = {}
     for desc in descs:
         cid = class_id(desc)
@@ -295,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     p.add_argument("--out", required=True, help="JSON lines, appended (resumable)")
     p.add_argument("--table", help="also write the facts as one parquet row per class (datasets/compile_facts/)")
+    p.add_argument("--skip-table", help="a facts table (parquet) whose classes are compiled already: skipped")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
     if bool(args.datasets) == bool(args.space):
@@ -302,7 +306,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.serving and not (args.space and args.table):
         p.error("--serving needs --space and --table")
     descs = [with_config(r) for r in space_rows(args.space, args.gpu)] if args.space else None
-    summary = collect_facts(descs or _descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers)
+    skip = ()
+    if args.skip_table:
+        import pandas as pd
+
+        skip = pd.read_parquet(args.skip_table, columns=["class_id"])["class_id"]
+    summary = collect_facts(descs or _descs_of(args.datasets, args.backend), args.gpu, args.out, args.workers, skip)
     if args.table:
         import triton
 

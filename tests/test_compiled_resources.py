@@ -131,3 +131,14 @@ def test_the_gemm_space_is_every_fitting_key_once_and_its_facts_agree_with_every
     # (2 of 2,173 classes, a 32x256x128 tile with n ragged under 32, spill 40 bytes more than at n = 4,095)
     stack = (seen["stack_bytes"] - seen["stack_bytes_measured"]).abs()
     assert (stack == 0).mean() > 0.99 and (stack <= 0.01 * seen["stack_bytes"]).all()
+
+
+def test_classes_a_facts_table_holds_are_not_compiled_again(tmp_path):
+    """``--skip-table``: a space compiled in parts (the dev machine, then a GPU host) compiles each class once."""
+    from kernelcast.collect.compile_facts import collect_facts
+
+    descs = [with_config(r) for r in space_rows("triton_gemm", "H200")[:3]]
+    out = tmp_path / "facts.jsonl"
+    summary = collect_facts(descs, "H200", out, workers=1, done=[class_id(d) for d in descs])
+    assert (summary["classes"], summary["already"], summary["failed"]) == (0, 3, 0)
+    assert not out.read_text()

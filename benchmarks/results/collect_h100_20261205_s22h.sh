@@ -5,18 +5,17 @@
 # row was ever measured on, the sealed fourth layer set's points (alone on the host first: their spans are
 # host-bound), then the shapes of four H200 test sets (the same sweeps and seeds: the fourth cuBLAS set, the fourth
 # flash/cuDNN set, the eager elementwise/reduction/copy test sets), while the host's CPUs compile the Triton GEMM key
-# space for sm_90 (H100 and H200 alike; the keys in benchmarks/results/gemm_space_facts_seed.jsonl are skipped). Every
+# space for sm_90 (H100 and H200 alike; the keys in datasets/compile_facts/triton_gemm_space_h200.parquet, carried, are skipped). Every
 # measured row is a test row: nothing trains on them.
 #   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h100_20261205_s22h.sh
 FINISH_LOGS=tar
 NAME=kc_s22h source benchmarks/results/device_common.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) ;; *) log "not an H100"; finish; exit 3;; esac
 layerset h100_arch4 arch4 140
-SEED=benchmarks/results/gemm_space_facts_seed.jsonl
-[ -f "$SEED" ] && cp "$SEED" "$W/gemm_space_facts.jsonl"
-log "start compile facts, triton_gemm space ($(cat "$W/gemm_space_facts.jsonl" 2>/dev/null | grep -c .) seeded)"
+log "start compile facts, triton_gemm space (skipping the keys of datasets/compile_facts/triton_gemm_space_h200.parquet)"
 ( timeout $(( $(left) - 35 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 14 \
-    --out "$W/gemm_space_facts.jsonl" > "$W/gemm_space.log" 2>&1 ) &
+    --skip-table datasets/compile_facts/triton_gemm_space_h200.parquet --out "$W/gemm_space_facts.jsonl" \
+    > "$W/gemm_space.log" 2>&1 ) &
 SPACE=$!
 measure h100_cublas gemm_cublas_test4 1016 80
 measure h100_attention attention_test4 1020 70

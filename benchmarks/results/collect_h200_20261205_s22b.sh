@@ -5,18 +5,17 @@
 # (some configs get 32 registers and a 2 KB stack: 4-6x slower), which the register estimate cannot see.
 # First a sixth eager layer set, sealed (layer_job --models arch6: the fifth set's 11 architectures at four other
 # points; alone on the host, its spans are host-bound), then, while the host's CPUs compile the whole Triton GEMM
-# key space for sm_90 (compile_facts --space triton_gemm, 14 workers; the keys already compiled on the dev machine,
-# benchmarks/results/gemm_space_facts_seed.jsonl when present, are skipped), the expert-stack bmm test set (sealed) and
+# key space for sm_90 (compile_facts --space triton_gemm, 14 workers; the keys already compiled, in
+# datasets/compile_facts/triton_gemm_space_h200.parquet: carry it, are skipped), the expert-stack bmm test set (sealed) and
 # its training pass.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=560 bash benchmarks/results/collect_h200_20261205_s22b.sh
 FINISH_LOGS=tar
 NAME=kc_s22b source benchmarks/results/device_common.sh
 layerset arch6 arch6 150
-SEED=benchmarks/results/gemm_space_facts_seed.jsonl
-[ -f "$SEED" ] && cp "$SEED" "$W/gemm_space_facts.jsonl"
-log "start compile facts, triton_gemm space ($(cat "$W/gemm_space_facts.jsonl" 2>/dev/null | grep -c .) seeded)"
+log "start compile facts, triton_gemm space (skipping the keys of datasets/compile_facts/triton_gemm_space_h200.parquet)"
 ( timeout $(( $(left) - 35 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 14 \
-    --out "$W/gemm_space_facts.jsonl" > "$W/gemm_space.log" 2>&1 ) &
+    --skip-table datasets/compile_facts/triton_gemm_space_h200.parquet --out "$W/gemm_space_facts.jsonl" \
+    > "$W/gemm_space.log" 2>&1 ) &
 SPACE=$!
 measure bmm_experts_test gemm_cublas_bmm_experts_test 1222 60
 measure bmm_experts gemm_cublas_bmm_experts 1221 120
