@@ -1,6 +1,7 @@
 #!/bin/bash
-# Device command prepared by the nineteenth session (2026-12-05) and rewritten by the twentieth (2026-12-05, no device
-# lent to either): the next session with an H200 runs it first (rename it to collect_h200_<date>_s<n>.sh, keep its call
+# Device command prepared by the nineteenth session (2026-12-05), rewritten by the twentieth and twenty-second (no
+# device for it in any of them; the twenty-second's one call went to collect_h200_20261205_s22b.sh): the next session
+# with an H200 runs it first (rename it to collect_h200_<date>_s<n>.sh, keep its call
 # log beside it). Issue 14: SDPA's memory-efficient kernel (what torch runs past head_dim 256 — Gemma 4's
 # full-attention layers — for fp32, and for a masked call on flash GPUs; answered analytically today): its independent
 # test set first, then its training pass (collect/sweeps/attention_efficient_{test,wide}.toml; merge, list the test
@@ -11,10 +12,16 @@
 # first draw is in; collect/masks_merge.py --test maskedtest2); the twenty-first session added copies of sources that
 # repeat along a stride-0 dim (layer_job --parts broadcast_copy: repeat_kv and Falcon's expanded K and V beside plain
 # copies of the same output, the data for a copy field of the repeats); then the GPU tests (the efficient kernel against
-# float64 among them). Four files back.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=480 bash benchmarks/results/collect_h200_20261205_s22.sh
+# float64 among them). Meanwhile 12 of the host's CPUs compile the rest of the Triton GEMM key space (6,392 keys;
+# pass carry=["datasets/compile_facts/triton_gemm_space_h200.parquet"] so its 15,556 are skipped; RESULTS §38): with
+# the whole space, the Triton GEMM features can read compiled registers and stack. Five files back.
+#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23.sh
 FINISH_LOGS=tar
-NAME=kc_s22 source benchmarks/results/device_common.sh
+NAME=kc_s23 source benchmarks/results/device_common.sh
+( timeout $(( $(left) - 40 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 12 \
+    --skip-table datasets/compile_facts/triton_gemm_space_h200.parquet --out "$W/gemm_space_facts.jsonl" \
+    > "$W/gemm_space.log" 2>&1 ) &
+SPACE=$!
 measure efficient_test attention_efficient_test 1201 60
 measure efficient attention_efficient_wide 1202 150
 log "start sdpa_backend, broadcast_copy and sdpa_masks seed 1"
@@ -23,4 +30,7 @@ timeout 150 python3 -m kernelcast.collect.layer_job --out "$W/masks2" --parts sd
 log "end rc=$? $(cat "$W"/masks2/*.jsonl | grep -c .) rows, $(cat "$W"/masks2/*.jsonl | grep -c '"error"') errors"
 tar czf "$OUT/masks2_layers.tar.gz" -C "$W" masks2
 gpu_tests
+wait $SPACE
+log "end compile facts: $(grep -c . "$W/gemm_space_facts.jsonl") classes, $(grep -c '"error"' "$W/gemm_space_facts.jsonl") failed"
+gzip -c "$W/gemm_space_facts.jsonl" > "$OUT/gemm_space_facts.jsonl.gz"
 finish
