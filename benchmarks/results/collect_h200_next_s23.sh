@@ -12,8 +12,8 @@
 # first draw is in; collect/masks_merge.py --test maskedtest2); the twenty-first session added copies of sources that
 # repeat along a stride-0 dim (layer_job --parts broadcast_copy: repeat_kv and Falcon's expanded K and V beside plain
 # copies of the same output, the data for a copy field of the repeats); then the GPU tests (the efficient kernel against
-# float64 among them). Meanwhile 12 of the host's CPUs compile the rest of the Triton GEMM key space (6,392 keys;
-# pass carry=["datasets/compile_facts/triton_gemm_space_h200.parquet"] so its 15,556 are skipped; RESULTS §38): with
+# float64 among them). Meanwhile 12 of the host's CPUs compile the rest of the Triton GEMM key space (1,894 keys;
+# pass carry=["datasets/compile_facts/triton_gemm_space_h200.parquet"] so its 20,054 are skipped; RESULTS §38): with
 # the whole space, the Triton GEMM features can read compiled registers and stack. Five files back.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23.sh
 FINISH_LOGS=tar
