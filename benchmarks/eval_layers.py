@@ -34,6 +34,14 @@ from kernelcast.training.evaluate import metrics
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets/layers/kernelcast_h200_sxm_20261203_layers.jsonl"
 OUT = ROOT / "benchmarks/results/eval_layers.json"
+
+
+def _newest(name: str) -> Path:
+    """The newest layer file named ``name`` (``{date}`` any collection date), or the name to collect when none is."""
+    folder = ROOT / "datasets/layers"
+    return max(folder.glob(name.format(date="*")), default=folder / name.format(date="<date>"))
+
+
 #: ``--set arch``: 15 architectures none of the above is (collect/layer_job.py ARCH_MODELS), every one held out;
 #: ``--set arch2``: the sealed second set (ARCH2_MODELS at other points), measured after the choices arch informed;
 #: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
@@ -61,26 +69,17 @@ SETS = {
     ),
     # the fifth set (collect/layer_job.py ARCH5_MODELS, called as each model calls its layers), whenever it is measured
     "arch5": (
-        max(
-            (ROOT / "datasets/layers").glob("kernelcast_h200_sxm_*_arch5_layers.jsonl"),
-            default=ROOT / "datasets/layers/kernelcast_h200_sxm_<date>_arch5_layers.jsonl",
-        ),
+        _newest("kernelcast_h200_sxm_{date}_arch5_layers.jsonl"),
         OUT.with_name("eval_layers_arch5.json"),
     ),
     # the sealed fourth set's points measured on an H100 (twenty-second session): no kernelcast row was measured there
     "h100_arch4": (
-        max(
-            (ROOT / "datasets/layers").glob("kernelcast_h100_sxm_*_arch4_layers.jsonl"),
-            default=ROOT / "datasets/layers/kernelcast_h100_sxm_<date>_arch4_layers.jsonl",
-        ),
+        _newest("kernelcast_h100_sxm_{date}_arch4_layers.jsonl"),
         OUT.with_name("eval_layers_h100_arch4.json"),
     ),
     # the sixth, sealed (ARCH5_MODELS at ARCH6's points, twenty-second session)
     "arch6": (
-        max(
-            (ROOT / "datasets/layers").glob("kernelcast_h200_sxm_*_arch6_layers.jsonl"),
-            default=ROOT / "datasets/layers/kernelcast_h200_sxm_<date>_arch6_layers.jsonl",
-        ),
+        _newest("kernelcast_h200_sxm_{date}_arch6_layers.jsonl"),
         OUT.with_name("eval_layers_arch6.json"),
     ),
 }

@@ -269,8 +269,8 @@ def _fitting(rows: list[dict], gpu_name: str) -> list[dict]:
     cols = {c: np.array([r[c] for r in rows]) for c in ("m", "n", "k", "batch")}
     cols["layout"] = np.array([r["layout"] for r in rows], dtype=object)
     cols["gpu"] = np.array([gpu_name] * len(rows), dtype=object)
-    cfg = {c: np.array([r["config"][c] for r in rows], dtype=float) for c in ("block_m", "block_n", "block_k")}
-    cfg |= {c: np.array([r["config"][c] for r in rows], dtype=float) for c in ("num_warps", "num_stages")}
+    tiles = ("block_m", "block_n", "block_k", "num_warps", "num_stages")
+    cfg = {c: np.array([r["config"][c] for r in rows], dtype=float) for c in tiles}
     smem = triton_gemm_operands(cols, cfg, 2.0).smem_bytes  # bf16 operands
     limit = get_gpu(gpu_name).shared_memory_per_block_bytes
     return [r for r, b in zip(rows, smem) if b <= limit]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelcast.collect.compile_facts import class_id, main, space_rows, with_config
+from kernelcast.collect.compile_facts import class_id, key_columns, main, space_rows, with_config
 from kernelcast.features.compiled import KEYS, SPACE, VALUES, compiled_resources
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.ops.attention import triton_attention_registers
@@ -117,10 +117,7 @@ def test_the_gemm_space_is_every_fitting_key_once_and_its_facts_agree_with_every
     key = list(KEYS["triton_gemm"])
 
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[frame.batch <= 1].assign(
-            split=(frame.split_k > 1).astype(int), n16=(frame.n % 16 == 0).astype(int),
-            k16=(frame.k % 16 == 0).astype(int),
-        )  # fmt: skip
+        return key_columns(frame[frame.batch <= 1], "triton_gemm")
 
     space = keyed(pd.read_parquet(FACTS / "triton_gemm_space_h200.parquet"))
     assert not space.duplicated(key).any() and len(space) > 9000 and set(space["triton"]) == {"3.6.0"}

@@ -12,15 +12,9 @@ FINISH_LOGS=tar
 NAME=kc_s22h source benchmarks/results/device_common.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) ;; *) log "not an H100"; finish; exit 3;; esac
 layerset h100_arch4 arch4 140
-log "start compile facts, triton_gemm space (skipping the keys of datasets/compile_facts/triton_gemm_space_h200.parquet)"
-( timeout $(( $(left) - 35 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 14 \
-    --skip-table datasets/compile_facts/triton_gemm_space_h200.parquet --out "$W/gemm_space_facts.jsonl" \
-    > "$W/gemm_space.log" 2>&1 ) &
-SPACE=$!
+space_start 14 35
 measure h100_cublas gemm_cublas_test4 1016 80
 measure h100_attention attention_test4 1020 70
 measure h100_eager elementwise_test,reduction_test,copy_test 99 60
-wait $SPACE
-log "end compile facts: $(grep -c . "$W/gemm_space_facts.jsonl") classes, $(grep -c '"error"' "$W/gemm_space_facts.jsonl") failed"
-gzip -c "$W/gemm_space_facts.jsonl" > "$OUT/gemm_space_facts.jsonl.gz"
+space_finish
 finish

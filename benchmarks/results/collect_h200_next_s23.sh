@@ -18,10 +18,7 @@
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23.sh
 FINISH_LOGS=tar
 NAME=kc_s23 source benchmarks/results/device_common.sh
-( timeout $(( $(left) - 40 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 --workers 12 \
-    --skip-table datasets/compile_facts/triton_gemm_space_h200.parquet --out "$W/gemm_space_facts.jsonl" \
-    > "$W/gemm_space.log" 2>&1 ) &
-SPACE=$!
+space_start 12 40
 measure efficient_test attention_efficient_test 1201 60
 measure efficient attention_efficient_wide 1202 150
 log "start sdpa_backend, broadcast_copy and sdpa_masks seed 1"
@@ -30,7 +27,5 @@ timeout 150 python3 -m kernelcast.collect.layer_job --out "$W/masks2" --parts sd
 log "end rc=$? $(cat "$W"/masks2/*.jsonl | grep -c .) rows, $(cat "$W"/masks2/*.jsonl | grep -c '"error"') errors"
 tar czf "$OUT/masks2_layers.tar.gz" -C "$W" masks2
 gpu_tests
-wait $SPACE
-log "end compile facts: $(grep -c . "$W/gemm_space_facts.jsonl") classes, $(grep -c '"error"' "$W/gemm_space_facts.jsonl") failed"
-gzip -c "$W/gemm_space_facts.jsonl" > "$OUT/gemm_space_facts.jsonl.gz"
+space_finish
 finish

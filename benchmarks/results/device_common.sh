@@ -66,3 +66,19 @@ compiled() {
   gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
   [ "${FINISH_LOGS:-}" = tar ] || tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
 }
+# the Triton GEMM key space compiled on the host's CPUs beside the measurements (collect/compile_facts.py --space
+# triton_gemm, the committed table's keys skipped: carry datasets/compile_facts/triton_gemm_space_h200.parquet):
+# space_start <workers> <reserve_s> starts it in the background; space_finish waits for it (bounded by the reserve)
+# and sends its facts back as gemm_space_facts.jsonl.gz
+SPACE_TABLE=datasets/compile_facts/triton_gemm_space_h200.parquet
+space_start() {
+  log "start compile facts, triton_gemm space ($1 workers, skipping the keys of $SPACE_TABLE)"
+  ( timeout $(( $(left) - $2 )) python3 -m kernelcast.collect.compile_facts --space triton_gemm --gpu H200 \
+      --workers "$1" --skip-table "$SPACE_TABLE" --out "$W/gemm_space_facts.jsonl" > "$W/gemm_space.log" 2>&1 ) &
+  SPACE_PID=$!
+}
+space_finish() {
+  wait "$SPACE_PID"
+  log "end compile facts: $(grep -c . "$W/gemm_space_facts.jsonl") classes, $(grep -c '"error"' "$W/gemm_space_facts.jsonl") failed"
+  gzip -c "$W/gemm_space_facts.jsonl" > "$OUT/gemm_space_facts.jsonl.gz"
+}
