@@ -179,7 +179,7 @@ def test_feature_names_and_order_are_pinned(op):
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
     assert feature_version(op) == {
         "gemm": "6",
-        "attention": "10",
+        "attention": "11",
         "moe": "6",
         "reduction": "7",
         "elementwise": "6",

@@ -406,12 +406,13 @@ def attention_scale(f) -> np.ndarray:
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's; the
-#: memory-efficient kernel runs the same sm80 mma.sync instructions without FlashAttention-2's split of the work
-#: between warps (and past head_dim 128 with its output in global memory): 0.35 assumed, not yet measured
+#: memory-efficient kernel runs sm80 mma.sync instructions without FlashAttention-2's split of the work between warps
+#: (and past head_dim 128 with its output in global memory): on the H200 its best measured row sustains 0.17 of dense
+#: bf16 peak, the 90th percentile per head_dim 0.04-0.10 (datasets/attention/…_20261205_efficient.parquet)
 COMPUTE_EFFICIENCY = {
     "flash": 0.50,
     "cudnn": 0.55,
-    "efficient": 0.35,
+    "efficient": 0.17,
     "triton": 0.40,
     "trtllm": 0.55,
     "vllm": 0.50,
@@ -451,10 +452,9 @@ SPEC = register(
             "mask": BoolField(default=False),
         },
         dtypes=("bf16", "fp16", "fp8_e4m3"),
-        backends=("flash", "cudnn", "triton") + OUTSIDE_BACKENDS,
-        # SDPA's memory-efficient kernel: what torch runs past head_dim 256 (Gemma 4's full-attention layers, 512) and,
-        # on GPUs whose fused backend is flash, for a call with an explicit mask; answered analytically until measured
-        unmeasured_backends=("efficient",),
+        # "efficient": SDPA's memory-efficient kernel, what torch runs past head_dim 256 (Gemma 4's full-attention
+        # layers, 512) and, on GPUs whose fused backend is flash, for a call with an explicit mask
+        backends=("flash", "cudnn", "efficient", "triton") + OUTSIDE_BACKENDS,
         rules=(
             Rule(
                 "heads_q",

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command prepared by the nineteenth session (2026-12-05), rewritten by the twentieth and twenty-second (no
+# Ran 2026-12-05 in the twenty-third session (500 s on an H200; call log beside it). Device command prepared by the nineteenth session (2026-12-05), rewritten by the twentieth and twenty-second (no
 # device for it in any of them; the twenty-second's one call went to collect_h200_20261205_s22b.sh): the next session
 # with an H200 runs it first (rename it to collect_h200_<date>_s<n>.sh, keep its call
 # log beside it). Issue 14: SDPA's memory-efficient kernel (what torch runs past head_dim 256 — Gemma 4's
