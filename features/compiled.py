@@ -43,9 +43,9 @@ SPACE = {
     },
     # the Triton GEMM sweeps' config values (collect/sweeps/gemm_triton_*.toml) for single (unbatched) GEMMs; Triton
     # allocates the same registers for bf16 and fp16, any group_m and any split_k > 1 (the same stack on 2,171 of the
-    # 2,173 measured classes the keys hold, 1% apart on the other two), so those are not keys. No serving table yet:
-    # it is written once every key is compiled (datasets/compile_facts/triton_gemm_space_h200.parquet holds the keys
-    # compiled so far), as a model trained on compiled figures reads an estimate in their place badly (RESULTS §38)
+    # 2,173 measured classes the keys hold, 1% apart on the other two), so those are not keys. Its serving table was
+    # written once every key was compiled (datasets/compile_facts/triton_gemm_space_h200.parquet): a model trained on
+    # compiled figures reads an estimate in their place badly (RESULTS §38)
     "triton_gemm": {
         "layout": ("nn", "nt"),
         "block_m": (16, 32, 64, 128, 256),

@@ -107,10 +107,10 @@ def test_the_cli_takes_datasets_or_a_space(tmp_path, capsys):
 
 def test_the_gemm_space_is_every_fitting_key_once_and_its_facts_agree_with_every_measured_shape():
     """The Triton GEMM key space (what compile_facts --space triton_gemm compiles: 21,948 keys that fit shared
-    memory, each its own compile class) and its facts so far (datasets/compile_facts/triton_gemm_space_h200.parquet,
-    compiled with Triton 3.6): where the facts compiled from measured rows (other shapes, bf16 and fp16, any group_m
-    and split_k) hold a key, registers agree and the stack frame within 1% — dtype, group_m, split_k past 1 and the
-    shape beyond n and k's alignment change nothing Triton allocates that matters, so they are not keys."""
+    memory, each its own compile class) and its facts (datasets/compile_facts/triton_gemm_space_h200.parquet, all
+    of them compiled with Triton 3.6): where the facts compiled from measured rows (other shapes, bf16 and fp16, any
+    group_m and split_k) hold a key, registers agree and the stack frame within 1% — dtype, group_m, split_k past 1
+    and the shape beyond n and k's alignment change nothing Triton allocates that matters, so they are not keys."""
     rows = space_rows("triton_gemm", "H200")
     assert len(rows) == 21948 and len({class_id(with_config(r)) for r in rows}) == len(rows)
     assert all(r["config"]["block_m"] * r["config"]["block_n"] / r["config"]["num_warps"] <= 8192 for r in rows)
@@ -120,7 +120,7 @@ def test_the_gemm_space_is_every_fitting_key_once_and_its_facts_agree_with_every
         return key_columns(frame[frame.batch <= 1], "triton_gemm")
 
     space = keyed(pd.read_parquet(FACTS / "triton_gemm_space_h200.parquet"))
-    assert not space.duplicated(key).any() and len(space) > 9000 and set(space["triton"]) == {"3.6.0"}
+    assert not space.duplicated(key).any() and len(space) == 21948 and set(space["triton"]) == {"3.6.0"}
     measured = keyed(pd.read_parquet(FACTS / "triton_gemm_h200.parquet"))
     seen = measured.merge(space, on=key, suffixes=("_measured", ""))
     assert len(seen) > 2000
@@ -139,3 +139,51 @@ def test_classes_a_facts_table_holds_are_not_compiled_again(tmp_path):
     summary = collect_facts(descs, "H200", out, workers=1, done=[class_id(d) for d in descs])
     assert (summary["classes"], summary["already"], summary["failed"]) == (0, 3, 0)
     assert not out.read_text()
+
+
+def test_the_gemm_serving_table_is_the_space_facts_file():
+    table = pd.read_csv(REPO / "features" / "compiled" / "triton_gemm_sm90.csv")
+    key = list(KEYS["triton_gemm"])
+    space = key_columns(pd.read_parquet(FACTS / "triton_gemm_space_h200.parquet"), "triton_gemm")
+    space = space.assign(**{k: space[k].astype(int) for k in ("split", "n16", "k16")})
+    both = table.merge(space, on=key, suffixes=("", "_space"))
+    assert len(table) == len(both) == 21948 and not table.duplicated(key).any()
+    for v in VALUES:
+        assert (both[v] == both[f"{v}_space"]).all(), v
+
+
+def _gemm(gpu="H200", n=1000, k=1000, batch=1, backend="triton", **config) -> dict:
+    config = {"block_m": 32, "block_n": 128, "block_k": 32, "num_warps": 2, "num_stages": 4, "split_k": 4,
+              "group_m": 8} | config  # fmt: skip
+    return dict(op="gemm", gpu=gpu, m=1000, n=n, k=k, batch=batch, dtype="bf16", backend=backend,
+                config=config if backend == "triton" else None)  # fmt: skip
+
+
+COMPILED = ("compiled_registers", "compiled_spilled_registers", "compiled_spill_us")
+
+
+@pytest.mark.parametrize("scalar", [False, True], ids=["columns", "one description"])
+def test_the_gemm_features_read_what_ptxas_gave_beside_the_estimate(scalar):
+    """The class RESULTS §38 found running 4-6x over its prediction: 32x128x32 tiles, 2 warps, split-K, n and k both
+    ragged — ptxas gives it 32 registers and a 2,320-byte stack (580 spilled words) where the estimate says 76
+    spilled registers; with n and k aligned, 128 registers and no stack. The estimate's columns stay as they were;
+    library kernels, batched rows and GPUs of another architecture get NaN. One description (``predict_latency``'s
+    scalar path) and a column of them give the same numbers."""
+    from kernelcast.features.vector import feature_columns
+
+    descs = [_gemm(), _gemm(n=1024, k=1024), _gemm(backend="cublas"), _gemm(batch=4), _gemm(gpu="A100"),
+             _gemm(gpu="H100")]  # fmt: skip
+    rows = [parse_desc(d).to_row() for d in descs]
+    if scalar:
+        got = [
+            feature_columns({k: np.array([v], dtype=object) for k, v in r.items()}, "gemm", learned=True) for r in rows
+        ]
+        f = {c: np.array([g[c][0] for g in got]) for c in (*COMPILED, "spilled_registers")}
+    else:
+        f = feature_columns({k: np.array([r[k] for r in rows], dtype=object) for k in rows[0]}, "gemm", learned=True)
+    assert list(f["compiled_registers"][[0, 1, 5]]) == [32, 128, 32]
+    assert list(f["compiled_spilled_registers"][[0, 1, 5]]) == [580, 0, 580]
+    assert f["compiled_spill_us"][0] > 0 and f["compiled_spill_us"][1] == 0
+    assert f["spilled_registers"][0] == 76  # the estimate, beside
+    for c in COMPILED:
+        assert np.isnan(f[c][[2, 3, 4]]).all(), c

@@ -88,7 +88,16 @@ PINNED = {
     )
     + OCCUPANCY
     + ("tile_intensity", "k_iterations_per_stage", "warp_tile", "buffers_a", "buffers_b")
-    + ("registers_per_thread", "spilled_registers", "spill_us", "scalar_load_us", "scalar_load_share"),
+    + (
+        "registers_per_thread",
+        "spilled_registers",
+        "spill_us",
+        "compiled_registers",
+        "compiled_spilled_registers",
+        "compiled_spill_us",
+        "scalar_load_us",
+        "scalar_load_share",
+    ),
     "attention": GPU_FEATURES
     + (
         "flops",
@@ -178,7 +187,7 @@ def test_feature_names_and_order_are_pinned(op):
     # A shipped model pins both: a changed name list is refused by the manifest's name check (retrain that op);
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
     assert feature_version(op) == {
-        "gemm": "6",
+        "gemm": "7",
         "attention": "11",
         "moe": "6",
         "reduction": "7",

@@ -61,6 +61,23 @@ CASES = (
         for sq, c in ((512, True), (1, False), (100, True))
         if not (b == "cudnn" and sq == 100)
     ]
+    + [  # an explicit additive window mask (collect/workloads/attention.py's MASK_WINDOW) past the window and in it
+        {
+            "op": "attention",
+            "backend": b,
+            "dtype": "bf16",
+            "batch": 2,
+            "heads_q": 8,
+            "heads_kv": 2,
+            "seq_q": sq,
+            "seq_kv": 1500,
+            "head_dim": 128,
+            "causal": False,
+            "mask": True,
+        }  # fmt: skip
+        for b in ("cudnn", "efficient")
+        for sq in (1500, 1)
+    ]
     + [
         {
             "op": "moe",

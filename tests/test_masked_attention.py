@@ -73,3 +73,25 @@ def test_masks_merge_keeps_one_row_per_shape_and_splits_by_shape():
     row = masks_merge.attention_row(additive, "20261205", None)
     assert row["mask"] and not row["causal"] and row["backend"] == "cudnn"
     assert not any("elementwise" in name for name in row["kernel_names"].split(";"))  # no conversion kernels
+
+
+def test_the_collector_passes_the_window_mask_models_pass_and_checks_against_it():
+    """A ``mask`` description is measured with an additive sliding window (0 or -inf, bottom-right aligned, broadcast
+    over batch and heads as models pass it); the float64 reference adds the same bias: on the CPU it agrees with SDPA
+    given that mask, and differs from the unmasked answer where the window cuts keys off."""
+    torch = pytest.importorskip("torch")
+    from kernelcast.collect.workloads.attention import MASK_WINDOW, _reference, _window_mask
+    from kernelcast.features.desc import parse_desc
+
+    desc = parse_desc(_desc(batch=2, heads_q=4, heads_kv=2, seq_q=3, seq_kv=MASK_WINDOW + 5, head_dim=16, mask=True))
+    bias = _window_mask(desc, torch.float32, "cpu")
+    assert bias.shape == (2, 1, 3, MASK_WINDOW + 5) and bias.stride()[0] == 0
+    last = bias[0, 0, -1]  # the last query sees the last MASK_WINDOW keys
+    assert torch.isinf(last[:5]).all() and (last[5:] == 0).all()
+    assert torch.isinf(bias[0, 0, 0, -2:]).all()  # bottom-right aligned: the first query stops 2 keys early
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 3, 16, generator=g)
+    k, v = (torch.randn(2, 2, MASK_WINDOW + 5, 16, generator=g) for _ in range(2))
+    got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
+    assert torch.allclose(got.double(), _reference(q, k, v, False, bias)(), atol=1e-5)
+    assert not torch.allclose(got.double(), _reference(q, k, v, False)(), atol=1e-3)

@@ -3,7 +3,8 @@ attention.
 
 Inputs are [batch, heads, seq, head_dim] contiguous. The description's causal mask is
 bottom-right aligned: seq_q == seq_kv uses ``is_causal=True``; seq_q < seq_kv uses
-``causal_lower_right`` where the backend has it.
+``causal_lower_right`` where the backend has it. A description with ``mask`` passes an explicit additive mask
+(``MASK_WINDOW``) as models do.
 """
 
 from __future__ import annotations
@@ -26,8 +27,24 @@ def _inputs(desc: AttentionDesc, device: str = "cuda"):
     return q, k, v
 
 
-def _reference(q, k, v, causal: bool):
-    """float64 attention with the bottom-right causal mask, K/V heads repeated for GQA."""
+#: the explicit mask a ``mask`` description passes SDPA: a sliding window of this many keys, bottom-right aligned,
+#: additive (0 or -inf in the inputs' dtype) and (seq_q, seq_kv) expanded over batch and heads — what Gemma's and
+#: Mistral's eager forwards pass (layer_job's ``window_additive``, which collect/masks_merge.py labels the same way)
+MASK_WINDOW = 1024
+
+
+def _window_mask(desc: AttentionDesc, dtype, device: str):
+    import torch
+
+    rows = torch.arange(desc.seq_q, device=device)[:, None] + (desc.seq_kv - desc.seq_q)
+    cols = torch.arange(desc.seq_kv, device=device)[None, :]
+    keep = (cols <= rows) & (cols > rows - MASK_WINDOW)
+    bias = torch.zeros(desc.seq_q, desc.seq_kv, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
+    return bias[None, None].expand(desc.batch, 1, desc.seq_q, desc.seq_kv)
+
+
+def _reference(q, k, v, causal: bool, bias=None):
+    """float64 attention with the bottom-right causal mask or the additive ``bias``, K/V heads repeated for GQA."""
 
     def ref():
         import torch
@@ -36,6 +53,8 @@ def _reference(q, k, v, causal: bool):
         kk = k.double().repeat_interleave(group, 1)
         vv = v.double().repeat_interleave(group, 1)
         s = (q.double() @ kk.transpose(-1, -2)) / q.shape[-1] ** 0.5
+        if bias is not None:
+            s = s + bias.double()
         if causal:
             sq, skv = q.shape[2], k.shape[2]
             i = torch.arange(sq, device=q.device)[:, None]
@@ -81,6 +100,7 @@ class Sdpa(BackendBase):
             desc.heads_q // desc.heads_kv,
             desc.seq_q == 1,
             desc.seq_q == desc.seq_kv,
+            desc.mask,
         )
 
     small = staticmethod(_small)
@@ -92,7 +112,11 @@ class Sdpa(BackendBase):
 
         q, k, v = _inputs(desc)
         backend = getattr(SDPBackend, self.sdpa_backend)
-        mask = causal_lower_right(desc.seq_q, desc.seq_kv) if desc.causal and desc.seq_q < desc.seq_kv else None
+        if desc.mask:  # (parse_desc takes a mask on uncausal calls only)
+            mask = bias = _window_mask(desc, q.dtype, q.device)
+        else:
+            bias = None
+            mask = causal_lower_right(desc.seq_q, desc.seq_kv) if desc.causal and desc.seq_q < desc.seq_kv else None
         is_causal = desc.causal and desc.seq_q == desc.seq_kv
 
         def make(kk, vv, gqa):
@@ -116,7 +140,7 @@ class Sdpa(BackendBase):
                 call()
             except RuntimeError as exc2:
                 raise unsupported(f"SDPA {self.name} refused this shape: {str(exc2).splitlines()[0]}") from None
-        return call, _reference(q, k, v, desc.causal)
+        return call, _reference(q, k, v, desc.causal, bias)
 
 
 class TritonAttention(BackendBase):

@@ -26,6 +26,7 @@ from kernelcast.features.common import (
     triton_configs,
     triton_ring,
 )
+from kernelcast.features.compiled import compiled_resources
 from kernelcast.features.fields import (
     MAX_ELEMENTS,
     OUTSIDE_BACKENDS,
@@ -267,6 +268,8 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
     registers = triton_gemm_registers(cfg, ops)
     spilled = num.of(bm).fmax(registers - MAX_REGISTERS, 0.0)
     scalar = scalar_load_us(cols, base, ops.vec_a, ops.vec_b)
+    steps = base["tiles"] * base["k_iterations"]
+    compiled, stack = compiled_gemm_resources(cols, base)
     return {
         **resident_ctas(ops.smem_bytes, bm * bn / (32 * warps), warps, base["tiles"], base, registers=registers),
         "tile_intensity": 2 * bm * bn / ((bm + bn) * base["elem_bytes"]),
@@ -276,10 +279,33 @@ def occupancy_features(cols, gpu, base) -> dict[str, np.ndarray]:
         "buffers_b": ops.buffers_b,
         "registers_per_thread": registers,
         "spilled_registers": spilled,
-        "spill_us": spill_us(spilled, warps, base["tiles"] * base["k_iterations"], base),
+        "spill_us": spill_us(spilled, warps, steps, base),
+        # beside the estimate, what ptxas gave the config (NaN off the compiled table: a model reading an estimate in
+        # their place does worse than one reading both, RESULTS §38)
+        "compiled_registers": compiled,
+        "compiled_spilled_registers": stack / 4.0,
+        "compiled_spill_us": spill_us(stack / 4.0, warps, steps, base),
         "scalar_load_us": scalar,
         "scalar_load_share": scalar / (scalar + base["floor_us"]),
     }
+
+
+def compiled_gemm_resources(cols, base):
+    """(registers, stack bytes) a thread of kernelcast's Triton GEMM got from ptxas for the row's config on its GPU's
+    architecture (``features.compiled``'s ``triton_gemm`` table: single bf16/fp16 GEMMs, keyed on layout, tiles, warps,
+    stages, split-K on or off and n, k multiples of 16); NaN for the library kernels (no num_warps), batched or other
+    dtypes' rows and keys the table lacks."""
+    xp = num.of(base["block_m"])
+    single = (xp.floats(cols["batch"]) <= 1) & ((cols["dtype"] == "bf16") | (cols["dtype"] == "fp16"))
+    n, k = xp.floats(cols["n"]), xp.floats(cols["k"])
+    bm = xp.where(single, base["block_m"], np.nan)  # the table's keys are single GEMMs'
+    registers, stack = compiled_resources(
+        "triton_gemm", cols["gpu"], cols.get("layout", "nt"), bm, base["block_n"], base["block_k"], base["num_warps"],
+        base["num_stages"], base["split_k"] > 1, n % 16 == 0, k % 16 == 0,
+    )  # fmt: skip
+    if xp is num.SCALARS:
+        return float(registers[0]), float(stack[0])
+    return registers, stack
 
 
 #: elements one SM loads per clock when each thread loads one element per instruction: one warp-wide load

@@ -1,0 +1,16 @@
+#!/bin/bash
+# Device command prepared by the twenty-third session (2026-12-05) after its first call (collect_h200_20261205_s23.sh):
+# the next H200 call runs it first (rename it to collect_h200_<date>_s<n>.sh, keep its call log beside it). Issue 14:
+# SDPA with an explicit mask — the H200's masked cuDNN kernel missed its held-out shapes by 17-19% median with 203
+# training rows from layer_job; collect/workloads/attention.py now measures a `mask` description with the additive
+# window models pass (MASK_WINDOW), so masked calls are swept like any other: the GPU tests first (the masked cuDNN and
+# efficient cases against float64 among them), then the independent test set in its own pass (attention_masked_test,
+# 361 shapes), then the training pass (attention_masked_wide, 1,440). Merge each with `kernelcast collect merge`, list
+# the test file with role test, `kernelcast train --op attention`. Four files back.
+#   KERNELCAST_GIT_REV=<commit> LIMIT=400 bash benchmarks/results/collect_h200_next_s23b.sh
+FINISH_LOGS=tar
+NAME=kc_s23b source benchmarks/results/device_common.sh
+gpu_tests
+measure maskedtest attention_masked_test 1232 60
+measure masked attention_masked_wide 1231 150
+finish
