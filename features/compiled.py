@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 from importlib import resources
 
 import numpy as np
@@ -97,7 +98,8 @@ def _key(kernel: str, values) -> tuple:
         elif name in FLAGS:
             out.append(int(value in (True, 1, "True", "true", "1")))
         else:
-            out.append(int(float(value)) if np.isfinite(float(value)) else -1)
+            number = float(value)
+            out.append(int(number) if math.isfinite(number) else -1)
     return tuple(out)
 
 
@@ -111,7 +113,7 @@ def compiled_resources(kernel: str, gpu, *columns) -> tuple[np.ndarray, np.ndarr
     """(registers, stack bytes) per row as compiled for the row's GPU architecture; NaN where no table holds the
     row's key. ``columns``: the kernel's ``KEYS`` in order, one array (or scalar) each."""
     gpu = np.atleast_1d(np.asarray(gpu, dtype=object))
-    if len(gpu) == 1:  # one description: no array of keys to build
+    if len(gpu) == 1:  # one row: no array of keys to build
         hit = _lookup(kernel, str(gpu[0]), [np.ravel(c)[0] for c in columns])
         return np.asarray([hit[0]]), np.asarray([hit[1]])
     n = len(gpu)
@@ -120,6 +122,12 @@ def compiled_resources(kernel: str, gpu, *columns) -> tuple[np.ndarray, np.ndarr
     found = np.asarray([_lookup(kernel, str(gpu[i]), [c[i] for c in cols]) for i in first])  # once per distinct key
     out = found[codes]
     return out[:, 0], out[:, 1]
+
+
+def compiled_resource(kernel: str, gpu: str, *values) -> tuple[float, float]:
+    """(registers, stack bytes) of one description (``predict_latency``'s scalar path): ``values`` the kernel's
+    ``KEYS`` in order, Python values; NaN where no table holds the key."""
+    return _lookup(kernel, gpu, values)
 
 
 def _lookup(kernel: str, gpu: str, values) -> tuple[float, float]:

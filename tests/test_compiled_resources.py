@@ -175,10 +175,9 @@ def test_the_gemm_features_read_what_ptxas_gave_beside_the_estimate(scalar):
              _gemm(gpu="H100")]  # fmt: skip
     rows = [parse_desc(d).to_row() for d in descs]
     if scalar:
-        got = [
-            feature_columns({k: np.array([v], dtype=object) for k, v in r.items()}, "gemm", learned=True) for r in rows
-        ]
-        f = {c: np.array([g[c][0] for g in got]) for c in (*COMPILED, "spilled_registers")}
+        got = [feature_columns(r, "gemm", learned=True) for r in rows]  # Python numbers: features.num.SCALARS
+        assert all(isinstance(g["compiled_registers"], float) for g in got)
+        f = {c: np.array([g[c] for g in got]) for c in (*COMPILED, "spilled_registers")}
     else:
         f = feature_columns({k: np.array([r[k] for r in rows], dtype=object) for k in rows[0]}, "gemm", learned=True)
     assert list(f["compiled_registers"][[0, 1, 5]]) == [32, 128, 32]

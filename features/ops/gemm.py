@@ -26,7 +26,7 @@ from kernelcast.features.common import (
     triton_configs,
     triton_ring,
 )
-from kernelcast.features.compiled import compiled_resources
+from kernelcast.features.compiled import compiled_resource, compiled_resources
 from kernelcast.features.fields import (
     MAX_ELEMENTS,
     OUTSIDE_BACKENDS,
@@ -298,14 +298,14 @@ def compiled_gemm_resources(cols, base):
     xp = num.of(base["block_m"])
     single = (xp.floats(cols["batch"]) <= 1) & ((cols["dtype"] == "bf16") | (cols["dtype"] == "fp16"))
     n, k = xp.floats(cols["n"]), xp.floats(cols["k"])
-    bm = xp.where(single, base["block_m"], np.nan)  # the table's keys are single GEMMs'
-    registers, stack = compiled_resources(
-        "triton_gemm", cols["gpu"], cols.get("layout", "nt"), bm, base["block_n"], base["block_k"], base["num_warps"],
-        base["num_stages"], base["split_k"] > 1, n % 16 == 0, k % 16 == 0,
-    )  # fmt: skip
-    if xp is num.SCALARS:
-        return float(registers[0]), float(stack[0])
-    return registers, stack
+    layout = cols.get("layout", "nt")
+    keys = (base["block_n"], base["block_k"], base["num_warps"], base["num_stages"], base["split_k"] > 1)
+    if xp is num.SCALARS:  # one description: a library kernel (no num_warps) or a batched row looks nothing up
+        if not single or base["num_warps"] != base["num_warps"]:
+            return num.NAN, num.NAN
+        return compiled_resource("triton_gemm", cols["gpu"], layout, base["block_m"], *keys, n % 16 == 0, k % 16 == 0)
+    bm = np.where(single, base["block_m"], np.nan)  # the table's keys are single GEMMs'
+    return compiled_resources("triton_gemm", cols["gpu"], layout, bm, *keys, n % 16 == 0, k % 16 == 0)
 
 
 #: elements one SM loads per clock when each thread loads one element per instruction: one warp-wide load
