@@ -22,7 +22,8 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
 * ``[[models]]``: real-model shapes from ``features/models.toml`` (linear layers, attention, MoE experts)
   for ``models`` x ``tp`` x ``tokens``; each description is tagged with its model and layer.
 
-Any block may set ``max_gflop`` (points above it are skipped, with the reason) to bound run time.
+Any block may set ``max_gflop`` or ``max_gb`` (points above that many GFLOP or GB moved are skipped, with the
+reason) to bound run time and memory.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ SWEEP_DIR = Path(__file__).with_name("sweeps")
 BLOCK_KINDS = ("grid", "random", "models")
 #: keys that steer a block instead of being description fields, per block kind
 CONTROL_KEYS = {
-    "grid": {"max_gflop"},
-    "random": {"max_gflop", "count"},
-    "models": {"max_gflop", "models", "tp", "tokens", "kind", "seq"},
+    "grid": {"max_gflop", "max_gb"},
+    "random": {"max_gflop", "max_gb", "count"},
+    "models": {"max_gflop", "max_gb", "models", "tp", "tokens", "kind", "seq"},
 }
 
 
@@ -297,7 +298,19 @@ def _gflop(desc: Desc) -> float:
     return float(get_op(desc.op).flops(cols)[0]) / 1e9
 
 
-def _admit(path: Path, out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None) -> None:
+def _gb(desc: Desc) -> float:
+    """GB a description moves at least (its op family's ``bytes`` feature), for ``max_gb``."""
+    from kernelcast.features.vector import feature_columns
+
+    cols = {
+        k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None) for k, v in desc.to_row().items()
+    }
+    return float(feature_columns(cols, desc.op, learned=False)["bytes"][0]) / 1e9
+
+
+def _admit(
+    path: Path, out: Expansion, seen: set, point: dict, tags: dict, gpu: str, limit: float | None, max_gb=None
+) -> None:
     point = _resolve(path, point)
     try:
         desc = parse_desc({**point, "gpu": gpu})
@@ -309,6 +322,9 @@ def _admit(path: Path, out: Expansion, seen: set, point: dict, tags: dict, gpu: 
         return
     if limit is not None and (gflop := _gflop(desc)) > limit:
         out.skipped.append((point, f"{gflop:.0f} GFLOP is over the block's max_gflop={limit}"))
+        return
+    if max_gb is not None and (gb := _gb(desc)) > max_gb:
+        out.skipped.append((point, f"{gb:.1f} GB moved is over the block's max_gb={max_gb}"))
         return
     if desc.key() not in seen:
         seen.add(desc.key())
@@ -327,18 +343,18 @@ def expand_report(name: str, gpu: str, seed: int = 0) -> Expansion:
         )
     for kind in BLOCK_KINDS:
         for i, block in enumerate(data.get(kind, [])):
-            limit = block.get("max_gflop")
+            limit, max_gb = block.get("max_gflop"), block.get("max_gb")
             base_tags = {"sweep": name, "block": f"{kind}[{i}]"}
             if kind == "models":
                 for point, extra in _points_models(path, block):
                     if isinstance(extra, str):
                         out.skipped.append((point, extra))
                     else:
-                        _admit(path, out, seen, point, {**base_tags, **extra}, gpu, limit)
+                        _admit(path, out, seen, point, {**base_tags, **extra}, gpu, limit, max_gb)
                 continue
             points = _points_grid(path, block) if kind == "grid" else _points_random(path, block, rng)
             for point in points:
-                _admit(path, out, seen, point, base_tags, gpu, limit)
+                _admit(path, out, seen, point, base_tags, gpu, limit, max_gb)
     return out
 
 

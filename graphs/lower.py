@@ -179,6 +179,12 @@ def contiguous_run(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     return max(run, 1)
 
 
+def broadcast_expand(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """How many times a copy reads each distinct element of a tensor that repeats along stride-0 dims (an expanded
+    view: repeat_kv's ``expand`` before its ``reshape``): the product of those dims' sizes (1: none)."""
+    return math.prod(size for size, st in zip(shape, stride) if st == 0 and size > 1)
+
+
 def _norm_dims(dims: Any, ndim: int) -> list[int]:
     if dims is None or dims == [] or dims == ():
         return list(range(ndim))
@@ -535,7 +541,11 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
         run = min(contiguous_run(src.shape, src.stride), contiguous_run(dst.shape, dst.stride))
         if name == "repeat":
             run = math.prod(src.shape[-1:]) if src.shape else 1
-        return Lowered(rec.name, (_copy_desc(dst.numel, _dtype(dst), "copy", run),))
+        desc = _copy_desc(dst.numel, _dtype(dst), "copy", run)
+        expand = dst.numel // max(src.numel, 1) if name == "repeat" else broadcast_expand(src.shape, src.stride)
+        if expand > 1 and dst.numel % (expand * desc["run"]) == 0:
+            desc["expand"] = expand
+        return Lowered(rec.name, (desc,))
     if name in ("index", "index_select", "embedding", "gather"):
         if name == "embedding":
             table, rows = rec.args[0], rec.args[0].shape[0]

@@ -106,3 +106,34 @@ def test_the_broadcast_copy_probe_materializes_repeated_sources_and_their_plain_
             torch.testing.assert_close(out, want.expand(-1, n, -1, -1), rtol=0, atol=0)
         else:
             assert n == 1 and not src.is_contiguous() and torch.equal(out, src)
+
+
+def test_the_lowering_describes_each_probe_copy_with_how_often_its_source_repeats():
+    """graphs.lower gives a copy of a stride-0 source ``expand`` (the probe's repeats: 2-71), its plain twins none;
+    the measured broadcast_copy rows (datasets/layers/…_broadcast_copy.jsonl) are the shapes it describes."""
+    import json
+    from pathlib import Path
+
+    from kernelcast import predict_module
+    from kernelcast.graphs.lower import broadcast_expand
+
+    measured = Path(__file__).resolve().parents[1] / "datasets/layers/kernelcast_h200_sxm_20261205_broadcast_copy.jsonl"
+    assert {json.loads(line)["call"] for line in measured.read_text().splitlines()} == set(layer_job.BROADCAST_COPIES)
+    for name, call in layer_job.broadcast_copy_calls(device="meta").items():
+        kind, b, kv, n, s, d, _ = layer_job.BROADCAST_COPIES[name]
+        (row,) = predict_module(call.func, call.args, call.keywords, gpu="H200").kernels.to_dict(orient="records")
+        desc = json.loads(row["desc"])
+        assert desc["fn"] == "copy" and desc["elements"] == b * kv * n * s * d, name
+        assert desc.get("expand", 1) == (1 if kind.startswith("plain") else n), name
+    assert broadcast_expand((2, 4, 3, 5), (15, 0, 5, 1)) == 4 and broadcast_expand((2, 1, 3), (3, 0, 1)) == 1
+
+
+def test_an_expand_on_anything_but_a_copy_or_off_its_runs_is_refused():
+    from kernelcast import predict_latency
+
+    base = dict(op="copy", gpu="H200", dtype="bf16", backend="torch", elements=4096, run=64)
+    assert predict_latency({**base, "fn": "copy", "expand": 4}).latency_us > 0
+    with pytest.raises(ValueError, match="expand.*1 unless fn is 'copy'"):
+        predict_latency({**base, "fn": "cat", "inputs": 2, "expand": 4})
+    with pytest.raises(ValueError, match="expand.*a divisor of elements/run=64"):
+        predict_latency({**base, "fn": "copy", "expand": 3})

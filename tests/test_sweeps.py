@@ -80,6 +80,21 @@ def test_tile_boundaries_are_sampled():
     assert {127, 128, 129, 255, 256, 257} <= ms
 
 
+def test_max_gb_skips_points_that_move_more(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, """
+[[grid]]
+op = "copy"
+backend = "torch"
+dtype = "bf16"
+fn = "copy"
+elements = [1048576, 4294967296]
+max_gb = 1
+""")  # fmt: skip
+    report = sweeps.expand_report("t", "H200")
+    assert [d.elements for d, _ in report.items] == [1048576]
+    assert [why for _, why in report.skipped] == ["17.2 GB moved is over the block's max_gb=1"]
+
+
 def test_skips_carry_reasons(tmp_path, monkeypatch):
     _write(
         tmp_path,

@@ -218,6 +218,8 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
         "copy_strided",
         "copy_strided_test",
         "copy_cat_wide",
+        "copy_expand",
+        "copy_expand_test",
         "elementwise_wide",
         "elementwise_strided",
         "elementwise_strided_test",
@@ -238,3 +240,25 @@ def test_the_correctness_checks_small_description_is_valid(sweep):
         if backend.supports(desc) is None:
             small = backend.small(desc)
             assert parse_desc({**small.to_row(), "op": desc.op}) == small, desc
+
+
+def test_an_expand_copy_writes_each_distinct_block_expand_times_in_a_row():
+    """A copy whose source repeats (``expand``, as repeat_kv's and an expanded K's): the view the collector makes
+    contiguous holds elements/expand distinct values in strided runs, each block written ``expand`` times in a row; the
+    output check's small shape keeps it an expand copy."""
+    import torch
+
+    from kernelcast.collect.workloads.copy import repeated_source
+    from kernelcast.features.desc import parse_desc
+
+    backend = WORKLOADS["copy"]["torch"]
+    for elements, run, expand in ((6 * 64 * 4, 64, 4), (12 * 71, 1, 71), (2 * 96, 96, 2)):
+        d = parse_desc(dict(op="copy", gpu="H200", dtype="fp32", backend="torch", fn="copy", elements=elements,
+                            run=run, expand=expand))  # fmt: skip
+        source = torch.arange(elements // expand, dtype=torch.float32)
+        view = repeated_source(d, lambda shape, s=source: s.reshape(shape))
+        assert view.numel() == elements and 0 in view.stride()
+        out = view.contiguous().reshape(view.shape[0], expand, -1)
+        assert torch.equal(out, out[:, :1].expand_as(out))  # each block repeated in a row
+        assert len(out[:, 0].unique()) == elements // expand  # every distinct element once per repeat
+        assert backend.supports(d) is None and backend.small(d).expand == min(expand, 3)

@@ -6,11 +6,17 @@
 # window models pass (MASK_WINDOW), so masked calls are swept like any other: the GPU tests first (the masked cuDNN and
 # efficient cases against float64 among them), then the independent test set in its own pass (attention_masked_test,
 # 361 shapes), then the training pass (attention_masked_wide, 1,440). Merge each with `kernelcast collect merge`, list
-# the test file with role test, `kernelcast train --op attention`. Four files back.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=400 bash benchmarks/results/collect_h200_next_s23b.sh
+# the test file with role test, `kernelcast train --op attention`. Then copies of a source that repeats along a
+# stride-0 dim (repeat_kv, an expanded K or V: the copy family's new `expand` field, which no training row holds yet —
+# the 13 probe rows of datasets/layers/…_broadcast_copy.jsonl ran at 0.71-0.82x a plain copy, over-predicted
+# 1.12-1.61x): its independent test set (copy_expand_test, 221 shapes of real layers' geometry) in its own pass, then
+# the training pass (copy_expand, 537); merge, list, `kernelcast train --op copy`. Six files back.
+#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
 gpu_tests
-measure maskedtest attention_masked_test 1232 60
-measure masked attention_masked_wide 1231 150
+measure maskedtest attention_masked_test 1232 50
+measure masked attention_masked_wide 1231 130
+measure expandtest copy_expand_test 1242 50
+measure expand copy_expand 1241 110
 finish

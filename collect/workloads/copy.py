@@ -1,5 +1,6 @@
-"""Copy workload: contiguous and strided copies (``.contiguous()`` of a permuted view), cat, index_select (the gather
-behind ``F.embedding``) and index_add_ (the scatter-add MoE loops combine experts with), in runs of ``run`` elements.
+"""Copy workload: contiguous and strided copies (``.contiguous()`` of a permuted view, or of an expanded one: a source
+that repeats), cat, index_select (the gather behind ``F.embedding``) and index_add_ (the scatter-add MoE loops combine
+experts with), in runs of ``run`` elements.
 
 A ``contiguous=False`` cat is built as decoder layers make one: rank-``dims`` pieces ``[outer…, seq_i, run]`` joined
 along the sequence dim, the largest first and contiguous (a KV cache), every other piece a transposed slice of a
@@ -36,6 +37,20 @@ def strided_cat_inputs(desc: CopyDesc, make) -> list:
     return pieces
 
 
+def repeated_source(desc: CopyDesc, make):
+    """The view an ``expand`` copy makes contiguous, from ``make(shape)``: the distinct elements as a strided copy's
+    source (``[b, a, run]``, rows ``a`` apart, or one run) with a stride-0 dim of ``expand`` inserted after the
+    outermost one (``[b, expand, a, run]``): each block of ``a`` runs is written ``expand`` times in a row, as
+    repeat_kv writes each KV head's cache once per query head of its group."""
+    distinct = desc.elements // desc.expand
+    runs = distinct // desc.run
+    if runs == 1:
+        return make((1, desc.run))[:, None].expand(1, desc.expand, desc.run)
+    a, b = _split(runs)
+    src = make((a, b, desc.run)).transpose(0, 1)
+    return src[:, None].expand(b, desc.expand, a, desc.run)
+
+
 def _split(runs: int) -> tuple[int, int]:
     """runs = a·b with a the largest divisor not above sqrt(runs): the permuted view's two outer dims."""
     a = max(d for d in range(1, int(runs**0.5) + 1) if runs % d == 0)
@@ -46,9 +61,9 @@ class TorchCopy(BackendBase):
     name = "torch"
 
     def supports(self, desc: CopyDesc, device=None) -> str | None:
-        runs = desc.elements // desc.run
+        runs = desc.elements // desc.run // desc.expand
         if desc.fn == "copy" and runs > 1 and _split(runs)[0] == 1:
-            return f"a strided copy needs elements/run={runs} with a divisor in [2, sqrt]; it is prime"
+            return f"a strided copy needs (distinct) elements/run={runs} with a divisor in [2, sqrt]; it is prime"
         if desc.fn == "cat" and not desc.contiguous:
             small = (desc.elements - desc.largest) // max(desc.inputs - 1, 1)
             if (
@@ -72,7 +87,7 @@ class TorchCopy(BackendBase):
         return None
 
     def class_key(self, desc: CopyDesc) -> tuple:
-        return ("copy", desc.fn, desc.dtype, desc.run == desc.elements, desc.contiguous)
+        return ("copy", desc.fn, desc.dtype, desc.run == desc.elements, desc.contiguous, desc.expand > 1)
 
     @staticmethod
     def small(desc: CopyDesc) -> CopyDesc:
@@ -81,9 +96,11 @@ class TorchCopy(BackendBase):
             return dataclasses.replace(desc, elements=piece * (3 + 2 * (desc.inputs - 1)), largest=piece * 3)
         run = min(desc.run, 96)
         runs = 12 * desc.inputs
+        expand = min(desc.expand, 3)
         return dataclasses.replace(
-            desc, elements=run * runs, run=run, table_rows=min(desc.table_rows, 50), largest=run * runs // desc.inputs
-        )
+            desc, elements=run * runs * expand, run=run, table_rows=min(desc.table_rows, 50),
+            largest=run * runs * expand // desc.inputs, expand=expand,
+        )  # fmt: skip
 
     def tolerance_dtype(self, small: CopyDesc) -> str:
         return float_dtype(small.dtype)
@@ -92,6 +109,9 @@ class TorchCopy(BackendBase):
         import torch
 
         runs = desc.elements // desc.run
+        if desc.fn == "copy" and desc.expand > 1:
+            view = repeated_source(desc, lambda shape: values(shape, desc.dtype, seed=1))
+            return lambda: view.contiguous(), lambda: view.double().contiguous()
         if desc.fn == "copy":
             a, b = _split(runs)
             src = (

@@ -39,9 +39,14 @@ def _default_table(c) -> np.ndarray:
     return np.asarray(c["elements"], dtype=np.int64) // np.asarray(c["run"], dtype=np.int64)
 
 
+def _expand(cols) -> np.ndarray:
+    return np.asarray(cols["expand"], dtype=np.float64) if "expand" in cols else np.ones(len(np.atleast_1d(cols["fn"])))
+
+
 def copy_bytes(cols) -> np.ndarray:
-    """Read and write every element; an indexed op also reads one int64 index per run, and a scatter-add reads the
-    rows it adds into."""
+    """Read and write every element (a source that repeats, ``expand``, is read as often: the repeats after the first
+    find it in L2, what ``log_expand`` leaves the learned model to weigh); an indexed op also reads one int64 index per
+    run, and a scatter-add reads the rows it adds into."""
     e = np.asarray(cols["elements"], dtype=np.float64)
     b = lookup(cols["dtype"], "bytes")
     fn = np.asarray(cols["fn"], dtype=object)
@@ -65,6 +70,7 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
         **stream_features(nbytes, e, copy_flops(cols), gpu),
         **warm_features(cols, nbytes, gpu),
         "log_run": np.log2(run),
+        "log_expand": np.log2(_expand(cols)),
         "log_run_bytes": np.log2(run * b),
         "log_runs": np.log2(e / run),
         "run_16b_aligned": ((run * b) % 16 == 0).astype(np.float64),
@@ -86,7 +92,8 @@ SPEC = register(
         name="copy",
         doc="memory movement: copy (contiguous or strided), cat of `inputs` pieces, gather (index_select/embedding) "
         "and scatter_add (index_add_) of rows; `elements` moved in contiguous runs of `run` elements; a cat with a "
-        "strided piece is contiguous=false, its tensors of rank `dims`, its `largest` piece's elements",
+        "strided piece is contiguous=false, its tensors of rank `dims`, its `largest` piece's elements; a copy of a "
+        "source broadcast along a dim writes each distinct element `expand` times",
         fields={
             "elements": IntField(1, MAX_ELEMENTS),
             "fn": ChoiceField(FNS),
@@ -96,6 +103,9 @@ SPEC = register(
             "contiguous": BoolField(default=True),
             "dims": IntField(1, 4, default=2),
             "largest": IntField(1, MAX_ELEMENTS, default=_default_largest),
+            # a copy of a source that repeats along a stride-0 dim (transformers' repeat_kv, an expanded K or V made
+            # contiguous): each distinct element written `expand` times in a row, in blocks of its source's runs
+            "expand": IntField(1, 1 << 16, default=1),
             "warm_bytes": WARM_BYTES,
         },
         dtypes=("fp32", "bf16", "fp16", "fp8_e4m3", "int64", "int32", "bool"),
@@ -115,6 +125,14 @@ SPEC = register(
                 "contiguous",
                 lambda c: (c["fn"] == "cat") | np.asarray(c["contiguous"], dtype=bool),
                 lambda c: f"true unless fn is 'cat' (a strided copy is its `run`; fn={c['fn']!r})",
+            ),
+            Rule(
+                "expand",
+                lambda c: (c["expand"] == 1) | ((c["fn"] == "copy") & (c["elements"] % (c["expand"] * c["run"]) == 0)),
+                lambda c: (
+                    f"1 unless fn is 'copy' (fn={c['fn']!r}); then a divisor of elements/run="
+                    f"{c['elements'] // c['run']} (the source's distinct elements move in whole runs)"
+                ),
             ),
             Rule(
                 "largest",
