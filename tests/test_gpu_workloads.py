@@ -95,6 +95,25 @@ CASES = (
     ]
     + [
         {"op": "trsm", "backend": "cublas", "dtype": "fp32", "n": 64, "nrhs": 128, "batch": 96},
+        # a copy of a repeated source: long runs (repeat_kv) and runs of one element (an expanded transposed key)
+        {
+            "op": "copy",
+            "backend": "torch",
+            "dtype": "bf16",
+            "fn": "copy",
+            "elements": 6 * 4096 * 8,
+            "run": 4096,
+            "expand": 8,
+        },  # fmt: skip
+        {
+            "op": "copy",
+            "backend": "torch",
+            "dtype": "fp32",
+            "fn": "copy",
+            "elements": 1200 * 71,
+            "run": 1,
+            "expand": 71,
+        },
         {
             "op": "conv",
             "backend": "torch",
