@@ -218,7 +218,10 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     name = str(out["model"][0])
     source = next(p for p in chain if p.name == name)
     extras = {k: float(out[k][0]) for k in get_op(d.op).extras}
-    said = source.assumptions(d.op, d.backend) if source is ANALYTICAL else source.assumptions(d.op)
+    if source is ANALYTICAL:
+        said = source.assumptions(d.op, d.backend)
+    else:  # an unseen-GPU answer says which of its paths gave it
+        said = source.row_assumptions(d.op, tuned) if hasattr(source, "row_assumptions") else source.assumptions(d.op)
     assumptions = "; ".join([said, *(n for p in chain if hasattr(p, "notes") for n in p.notes(d.op, tuned))])
     if tuned is not row:
         assumptions += (

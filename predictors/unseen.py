@@ -43,10 +43,13 @@ def read_summary(op: str, model_dir: Path) -> dict | None:
     missing = [k for k in KEYS if not isinstance(s, dict) or k not in s]
     if missing:
         raise ValueError(f"{path}: missing keys {missing}; rerun `kernelcast evaluate --op {op} --split logo`")
-    p = s["pooled"]
-    for k in ("learned_mape", "analytical_mape", "q_low", "q_high"):
-        if not isinstance(p.get(k), (int, float)) or not math.isfinite(p[k]):
-            raise ValueError(f"{path}: pooled[{k!r}] must be a finite number; got {p.get(k)!r}")
+    parts = [("pooled", s["pooled"])]
+    if "transfer" in s:
+        parts.append(("transfer.pooled", s["transfer"].get("pooled", {})))
+    for part, p in parts:
+        for k in ("learned_mape", "analytical_mape", "q_low", "q_high"):
+            if not isinstance(p.get(k), (int, float)) or not math.isfinite(p[k]):
+                raise ValueError(f"{path}: {part}[{k!r}] must be a finite number; got {p.get(k)!r}")
     return s
 
 
@@ -62,13 +65,19 @@ def _major(gpu: str) -> int | None:
 
 
 class UnseenGpuModel:
-    """The learned model answering GPUs it never saw for a (backend, dtype) it knows (predictor contract)."""
+    """The learned model answering GPUs it never saw for a (backend, dtype) it knows (predictor contract), two ways:
+    on a GPU of an architecture the (backend, dtype) was measured on, the measured GPU's answer moved to it
+    (``transfer``, validated on another GPU's measured test rows: a ``heldout-gpu`` summary, or the ``transfer`` part
+    of a leave-one-GPU-out one); elsewhere the model from the GPU's spec, validated leave-one-GPU-out."""
 
     needs_learned_features = True
 
     def __init__(self, model, summary: Mapping[str, Any]):
         self.model = model
         self.summary = summary
+        #: the figures of each path: leave-one-GPU-out (features at the GPU) and held-out measured GPUs (transfer)
+        self.logo = summary if summary["split"] == "logo" else None
+        self.moved = summary if summary["split"] == "heldout-gpu" else summary.get("transfer")
         covered = model.manifest["covered"]
         self._covered = frozenset(covered)
         #: "backend|dtype" seen on some GPU -> the compute capabilities (major) of the GPUs it was measured on
@@ -80,9 +89,8 @@ class UnseenGpuModel:
         self._same_arch = get_op(model.op).unseen_same_arch
 
     def _arch_measured(self, gpu: str, key: str) -> bool:
-        """Whether the family may answer ``gpu`` for ``key`` ("backend|dtype"): anywhere, or for a family whose
-        kernels differ per architecture only where a GPU of its compute capability was measured."""
-        return not self._same_arch or _major(gpu) in self._measured_on.get(key, ())
+        """Whether a GPU of ``gpu``'s compute capability was measured for ``key`` ("backend|dtype")."""
+        return _major(gpu) in self._measured_on.get(key, ())
 
     @property
     def name(self) -> str:
@@ -90,48 +98,82 @@ class UnseenGpuModel:
 
     @property
     def useful(self) -> bool:
-        p = self.summary["pooled"]
-        return p["learned_mape"] < p["analytical_mape"]
+        return self.logo is not None and _beats(self.logo["pooled"])
 
-    def _beats_analytical(self, gpu: str) -> bool:
-        """A GPU that was a leave-one-GPU-out fold: its own figure decides; any other GPU: the pooled figure."""
+    def movable(self, gpu: str, backend: str, dtype: str) -> bool:
+        """Whether ``transfer`` can answer a row: its GPU unseen for a (backend, dtype) measured on its architecture."""
+        key = f"{backend}|{dtype}"
+        return f"{gpu}|{key}" not in self._covered and key in self._known and self._arch_measured(gpu, key)
+
+    def _by_transfer(self, gpu: str, key: str, dtype: str) -> bool:
+        """A row ``transfer`` answers: a measured GPU of its architecture, and held-out GPUs' rows of its dtype say
+        the moved answer beats the analytical one."""
+        m = self.moved
+        return m is not None and dtype in m["dtypes"] and _beats(m["pooled"]) and self._arch_measured(gpu, key)
+
+    def _by_spec(self, gpu: str, key: str, dtype: str) -> bool:
+        """A row the model answers from the GPU's spec: leave-one-GPU-out says it beats the analytical model (the
+        GPU's own fold, or pooled), for a family whose kernels carry across architectures or on a measured one."""
+        if self.logo is None or dtype not in self.logo["dtypes"]:
+            return False
+        if self._same_arch and not self._arch_measured(gpu, key):
+            return False
         fold = self._folds.get(gpu)
-        return fold["learned_mape"] < fold["analytical_mape"] if fold else self.useful
+        return _beats(fold) if fold else self.useful
 
     @functools.cached_property
     def _folds(self) -> dict:
-        return {f["gpu"]: f for f in self.summary["folds"]}
+        return {f["gpu"]: f for f in self.logo["folds"]} if self.logo else {}
 
     def assumptions(self, op: str | None = None) -> str:
-        p, folds = self.summary["pooled"], self.summary["folds"]
+        """What the answers say: the leave-one-GPU-out figures, or (a family with transfer only) the held-out GPU's."""
+        return self._said(op, self.logo is None)
+
+    def row_assumptions(self, op: str, cols: Mapping[str, Any]) -> str:
+        """``assumptions`` for the one row of ``cols``: the figures of the path that answered it."""
+        gpu, backend, dtype = (str(np.atleast_1d(cols[c])[0]) for c in ("gpu", "backend", "dtype"))
+        return self._said(op, self._by_transfer(gpu, f"{backend}|{dtype}", dtype))
+
+    def _said(self, op: str | None, moved: bool) -> str:
+        if moved:
+            p, folds = self.moved["pooled"], self.moved["folds"]
+            return (
+                "this GPU is not in the training data for this backend/dtype: the learned answer on a measured GPU of "
+                "its architecture, its SM-side time scaled by SMs x clock, its bytes at this GPU's HBM bandwidth; on "
+                f"{', '.join(f['gpu'] for f in folds)}, measured and never trained on, MAPE {p['learned_mape']:.1%} "
+                f"(analytical {p['analytical_mape']:.1%}; {', '.join(self.moved['dtypes'])} rows); 80% interval from "
+                f"those rows' residuals (cross-fitted coverage {p.get('coverage', float('nan')):.0%}); "
+                + self.model.assumptions(op)
+            )
+        p, folds = self.logo["pooled"], self.logo["folds"]
         per = ", ".join(f"{f['gpu']} {f['learned_mape']:.1%}" for f in folds)
         worst = max(folds, key=lambda f: f["learned_mape"])
         return (
             f"this GPU is not in the training data for this backend/dtype: learned from its spec; leave-one-GPU-out "
             f"MAPE {p['learned_mape']:.1%} (analytical {p['analytical_mape']:.1%}) over {len(folds)} held-out GPUs "
-            f"({', '.join(self.summary['dtypes'])} {'/'.join(self.summary.get('backends', []))} rows; worst "
+            f"({', '.join(self.logo['dtypes'])} {'/'.join(self.logo.get('backends', []))} rows; worst "
             f"{worst['gpu']} {worst['learned_mape']:.1%}); 80% interval "
             f"from leave-one-GPU-out residuals (held-out coverage {p.get('coverage', float('nan')):.0%}); "
             f"per held-out GPU: {per}; " + self.model.assumptions(op)
         )
 
-    def covers(self, op: str, cols) -> np.ndarray:
+    def _paths(self, cols) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: answered by ``transfer``, answered from the GPU's spec (neither: not this predictor's)."""
         gpu = np.asarray(cols["gpu"], dtype=object)
         backend = np.asarray(cols["backend"], dtype=object)
         dtype = np.asarray(cols["dtype"], dtype=object)
-        ok = np.fromiter(
-            (
-                f"{g}|{b}|{d}" not in self._covered
-                and f"{b}|{d}" in self._known
-                and d in self.summary["dtypes"]
-                and _nvidia(g)
-                and self._arch_measured(g, f"{b}|{d}")
-                and self._beats_analytical(g)
-                for g, b, d in zip(gpu, backend, dtype)
-            ),
-            bool,
-            len(gpu),
-        )
+        moved, spec = np.zeros(len(gpu), dtype=bool), np.zeros(len(gpu), dtype=bool)
+        for i, (g, b, d) in enumerate(zip(gpu, backend, dtype)):
+            key = f"{b}|{d}"
+            if f"{g}|{key}" in self._covered or key not in self._known or not _nvidia(g):
+                continue
+            moved[i] = self._by_transfer(g, key, d)
+            spec[i] = not moved[i] and self._by_spec(g, key, d)
+        return moved, spec
+
+    def covers(self, op: str, cols) -> np.ndarray:
+        moved, spec = self._paths(cols)
+        ok = moved | spec
         if not ok.any():
             return ok
         for col, (lo, hi) in self.model.manifest["ranges"].items():
@@ -152,16 +194,63 @@ class UnseenGpuModel:
             return []
         measured = ", ".join(f"sm_{m}x" for m in sorted(m for m in self._measured_on[key] if m is not None))
         return [
-            f"no learned answer on {gpu}: {backend} {dtype} was measured on {measured} only, and {op}'s library "
-            "kernels differ per architecture (benchmarks/RESULTS.md §33)"
+            f"no learned answer on {gpu}: {backend} {dtype} was measured on {measured} only, and {op}'s kernels are "
+            "answered from a GPU's spec only on an architecture measured (benchmarks/RESULTS.md §33, §39)"
         ]
 
     def predict_columns(self, op: str, cols, features) -> dict[str, np.ndarray]:
-        p50, _, _ = self.model.predict({**cols, **features}, measured=False)
-        p = self.summary["pooled"]
+        moved, _ = self._paths(cols)
+        n = len(moved)
+        p50, q_low, q_high = np.empty(n), np.empty(n), np.empty(n)
+        for mask, pooled in ((moved, (self.moved or {}).get("pooled")), (~moved, (self.logo or {}).get("pooled"))):
+            if not mask.any():
+                continue
+            sub = (lambda d, m=mask: {k: np.asarray(v)[m] for k, v in d.items()}) if not mask.all() else (lambda d: d)
+            if mask is moved:
+                p50[mask] = self.transfer(op, sub(cols), sub(features))
+            else:
+                p50[mask] = self.model.predict({**sub(cols), **sub(features)}, measured=False)[0]
+            q_low[mask], q_high[mask] = pooled["q_low"], pooled["q_high"]
         return {
             "latency_us": p50,
-            "low_us": p50 * math.exp(p["q_low"]),
-            "high_us": p50 * math.exp(p["q_high"]),
-            "in_distribution": np.zeros(len(p50), dtype=bool),
+            "low_us": p50 * np.exp(q_low),
+            "high_us": p50 * np.exp(q_high),
+            "in_distribution": np.zeros(n, dtype=bool),
         }
+
+    def transfer(self, op: str, cols: Mapping[str, Any], features: Mapping[str, Any]) -> np.ndarray:
+        """The answer on a GPU of a measured architecture: the learned answer at the measured GPU (``reference``)
+        split in two — the share its bytes keep HBM busy at peak (memory floor over the answer, at most all of it),
+        which scales by the two GPUs' bandwidths, and the rest (latency, the SMs' work), which scales by their SMs x
+        clock. The model's own features at the target scale every row by the bandwidth ratio, where the H100 ran the
+        H200's strided copies and reductions at 1.06x their time and its large pointwise kernels at 1.41x
+        (benchmarks/RESULTS.md §39)."""
+        from kernelcast.features.vector import feature_columns
+
+        gpu = np.asarray(cols["gpu"], dtype=object)
+        keys = [f"{b}|{d}" for b, d in zip(np.asarray(cols["backend"], dtype=object), np.asarray(cols["dtype"]))]
+        ref = np.asarray([self.reference(str(g), k) for g, k in zip(gpu, keys)], dtype=object)
+        ref_cols = {**cols, "gpu": ref}
+        ref_features = feature_columns(ref_cols, op, learned=True)
+        at_ref, _, _ = self.model.predict({**ref_cols, **ref_features})
+        floor_ref = np.asarray(ref_features["memory_floor_us"], dtype=np.float64)
+        floor = np.asarray(features["memory_floor_us"], dtype=np.float64)
+        memory = np.clip(floor_ref / at_ref, 0.0, 1.0)
+        sm_ratio = np.asarray([_sm_clocks(str(r)) / _sm_clocks(str(g)) for r, g in zip(ref, gpu)])
+        return at_ref * ((1.0 - memory) * sm_ratio + memory * floor / floor_ref)
+
+    def reference(self, gpu: str, key: str) -> str:
+        """The measured GPU a ``transfer`` starts from: one with ``key`` ("backend|dtype") of ``gpu``'s compute
+        capability (the first by name)."""
+        same = sorted(c.split("|", 1)[0] for c in self._covered if c.split("|", 1)[1] == key)
+        return next(g for g in same if _major(g) == _major(gpu))
+
+
+def _beats(figures: Mapping[str, Any]) -> bool:
+    return figures["learned_mape"] < figures["analytical_mape"]
+
+
+@functools.cache
+def _sm_clocks(gpu: str) -> float:
+    spec = get_gpu(gpu)
+    return spec.sm_count * spec.boost_clock_hz

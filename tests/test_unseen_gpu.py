@@ -1,4 +1,5 @@
-"""Learned answers for GPUs outside training: the leave-one-GPU-out summary (training) and its use in serving."""
+"""Learned answers for GPUs outside training: the leave-one-GPU-out summary, the held-out GPU's (the H100's measured
+test rows) for an answer moved from a measured GPU of the same architecture, and their use in serving."""
 
 import json
 
@@ -10,7 +11,7 @@ pytest.importorskip("xgboost")
 
 from kernelcast import predict_latency  # noqa: E402
 from kernelcast.predictors import learned, unseen  # noqa: E402
-from kernelcast.training.run import unseen_gpu_summary  # noqa: E402
+from kernelcast.training.run import export_unseen, heldout_gpu_summary, unseen_gpu_summary  # noqa: E402
 
 
 def test_summary_intervals_come_from_the_other_folds():
@@ -69,13 +70,61 @@ ATTENTION = unseen.summary_path("attention", learned.MODEL_DIR)
 
 @pytest.mark.skipif(not ATTENTION.exists(), reason="no shipped attention leave-one-GPU-out summary")
 def test_attention_on_an_unseen_gpu_is_learned_only_on_a_measured_architecture():
-    """SDPA's flash and cuDNN rows were measured on the H200 (sm_90): the H100 gets the learned answer from its spec,
-    a Blackwell GPU the analytical one with the reason (attention's library kernels differ per architecture)."""
+    """SDPA's flash and cuDNN rows were measured on the H200 (sm_90): the H100 gets the H200's answer moved to it,
+    with the H100's measured figures, a Blackwell GPU the analytical one with the reason."""
     desc = {"op": "attention", "gpu": "H100", "dtype": "bf16", "backend": "flash", "batch": 8, "heads_q": 32}
     desc.update(heads_kv=8, seq_q=2048, seq_kv=2048, head_dim=128, causal=True)
     h100 = predict_latency(desc)
-    assert h100.model.endswith(":unseen-gpu") and "leave-one-GPU-out" in h100.assumptions
+    assert h100.model.endswith(":unseen-gpu") and "on h100_sxm, measured and never trained on" in h100.assumptions
     b200 = predict_latency({**desc, "gpu": "B200"})
     assert b200.model == "analytical" and "measured on sm_9x only" in b200.assumptions
     gemm = {"op": "gemm", "gpu": "B200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096}
     assert predict_latency(gemm).model.endswith(":unseen-gpu")  # GEMM's summary answers any architecture
+
+
+def _row(gpu: str, **kw) -> dict:
+    return {"op": "copy", "gpu": gpu, "dtype": "bf16", "backend": "torch", "fn": "copy", **kw}
+
+
+def test_an_answer_moves_to_a_gpu_of_its_architecture_by_what_bounds_it():
+    """``transfer``: the share of the H200's answer its bytes keep HBM busy scales by the bandwidths (4.8 -> 3.35
+    TB/s), the rest by SMs x clock (the same on both): a 1 GiB contiguous copy's answer grows toward the bandwidth
+    ratio, a 4 KiB one's, all latency, stays; the H100's eager kernels are answered so, a Blackwell GPU's
+    analytically with the reason."""
+    from kernelcast.features.desc import parse_desc
+    from kernelcast.features.vector import feature_columns
+    from kernelcast.predictors.dispatch import _unseen
+
+    moved = _unseen("copy")
+    rows = [parse_desc(_row(g, elements=e)).to_row() for g in ("H100", "H200") for e in (1 << 29, 2048)]
+    cols = {k: np.asarray([r[k] for r in rows], dtype=object) for k in rows[0]}
+    at_h100 = moved.transfer("copy", cols, feature_columns(cols, "copy", learned=True))
+    h200 = np.asarray([predict_latency(_row("H200", elements=e)).latency_us for e in (1 << 29, 2048)])
+    big, small = at_h100[:2] / h200
+    assert 1.15 < big <= 4.8 / 3.35 + 1e-9 and small == pytest.approx(1.0, abs=0.01)
+    p = predict_latency(_row("H100", elements=1 << 29))
+    assert p.model.endswith(":unseen-gpu") and "on h100_sxm, measured and never trained on" in p.assumptions
+    assert p.latency_us == pytest.approx(at_h100[0]) and p.low_us < p.latency_us < p.high_us
+    b200 = predict_latency(_row("B200", elements=1 << 29))
+    assert b200.model == "analytical" and "measured on sm_9x only" in b200.assumptions
+
+
+def test_a_heldout_gpu_summary_cross_fits_its_interval_and_joins_a_logo_one(tmp_path):
+    # synthetic rows (a unit test of the arithmetic): one held-out GPU, the learned answer within +-10%
+    rng = np.random.default_rng(1)
+    measured = rng.uniform(10, 100, 600)
+    learned = measured * rng.uniform(0.9, 1.1, 600)
+    rows = pd.DataFrame({"gpu": "h100_sxm", "measured": measured, "analytical": measured * 1.5, "learned": learned,
+                         "shape_hash": rng.integers(0, 2**40, 600)})  # fmt: skip
+    s = heldout_gpu_summary("copy", rows, "f" * 16, ["bf16"])
+    (fold,) = s["folds"]
+    assert s["split"] == "heldout-gpu" and fold["gpu"] == "h100_sxm" and fold["n"] == 600
+    assert fold["learned_mape"] < 0.06 and fold["analytical_mape"] == pytest.approx(0.5)
+    assert 0.7 < fold["coverage"] < 0.9  # each half's 80% interval from the other half's residuals
+    logo = {"op": "copy", "split": "logo", "dtypes": ["bf16"], "folds": [], "data_fingerprint": "x",
+            "pooled": {"learned_mape": 0.1, "analytical_mape": 0.2, "q_low": -0.1, "q_high": 0.1}}  # fmt: skip
+    export_unseen(logo, "copy", tmp_path)
+    export_unseen(s, "copy", tmp_path)  # into the shipped leave-one-GPU-out summary, as its transfer part
+    assert unseen.read_summary("copy", tmp_path)["transfer"]["split"] == "heldout-gpu"
+    export_unseen(logo, "copy", tmp_path)  # a new leave-one-GPU-out summary keeps it
+    assert unseen.read_summary("copy", tmp_path)["transfer"]["folds"] == s["folds"]

@@ -26,8 +26,9 @@ def add_parsers(subparsers) -> None:
             p.add_argument(
                 "--export-unseen",
                 action="store_true",
-                help="with --split logo: ship the leave-one-GPU-out summary that lets the learned model answer GPUs "
-                "it never saw (predictors/models/<op>.unseen.json)",
+                help="with --split logo (or independent, for a family trained on one GPU whose test files hold "
+                "another's rows): ship the summary that lets the learned model answer GPUs it never saw "
+                "(predictors/models/<op>.unseen.json)",
             )
         p.add_argument("--source", default=None, choices=("kernelcast", "aiconfigurator"), help="only this row source")
         p.add_argument("--dtype", default=None, help="only rows of this dtype (e.g. bf16)")

@@ -228,15 +228,19 @@ def evaluate_split(cfg: RunConfig, split: str) -> dict:
         "by_fold": by_fold.to_dict("records"),
         "table": table.to_dict("records"),
     }
-    if split == "logo" and len(folds) > 2:
+    if split == "independent" and len(held := heldout_gpu_rows(cfg.op, frame[folds[0].test], cfg.model_dir)):
+        # test rows of a GPU the shipped model never saw for their backend and dtype, one of an architecture it did:
+        # what its answer moved there is worth
+        result["unseen_gpu"] = heldout_gpu_summary(cfg.op, held, fingerprint, sorted(held["dtype"].unique()))
+        result["unseen_gpu"]["backends"] = sorted(str(b) for b in held["backend"].unique())
+    elif split == "logo" and len(folds) > 2:
         result["unseen_gpu"] = unseen_gpu_summary(cfg.op, rows, fingerprint, sorted(frame["dtype"].unique()))
         result["unseen_gpu"]["backends"] = sorted(str(b) for b in frame["backend"].unique())
-        if cfg.export_unseen:
-            written = export_unseen(result["unseen_gpu"], cfg.op, cfg.model_dir).resolve()
-            # inside the checkout: the path from its root (a result file names no machine's folders)
-            result["unseen_gpu_file"] = str(
-                written.relative_to(data.REPO) if written.is_relative_to(data.REPO) else written
-            )
+    if cfg.export_unseen and "unseen_gpu" in result:
+        written = export_unseen(result["unseen_gpu"], cfg.op, cfg.model_dir).resolve()
+        # inside the checkout: the path from its root (a result file names no machine's folders)
+        inside = written.is_relative_to(data.REPO)
+        result["unseen_gpu_file"] = str(written.relative_to(data.REPO) if inside else written)
     if cfg.log_mlflow:
         run_id, _ = tracking.log_run(
             cfg.op,
@@ -298,9 +302,72 @@ def unseen_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: li
     }
 
 
+def heldout_gpu_rows(op: str, held: pd.DataFrame, model_dir: Path | None) -> pd.DataFrame:
+    """Measured rows of GPUs the shipped model never trained on, with what serving answers them
+    (``UnseenGpuModel.transfer``: the measured GPU's learned answer moved to theirs), the analytical answer and a
+    shape hash."""
+    from kernelcast.features.validate import validate_frame
+    from kernelcast.features.vector import feature_columns
+    from kernelcast.predictors.learned import load_model
+    from kernelcast.predictors.unseen import UnseenGpuModel
+
+    empty = {"split": "heldout-gpu", "dtypes": [], "folds": [], "pooled": {}}
+    served = UnseenGpuModel(load_model(op, model_dir), empty)
+    rows = zip(held["gpu"].astype(str), held["backend"].astype(str), held["dtype"].astype(str))
+    held = held[np.fromiter((served.movable(*r) for r in rows), dtype=bool, count=len(held))]
+    if held.empty:
+        return pd.DataFrame()
+    descs = held[[c for c in op_fields(op) if c in held]].assign(op=op).reset_index(drop=True)
+    _, cols = validate_frame(descs)[0][op]
+    return (
+        held[["gpu", "dtype", "backend"]]
+        .reset_index(drop=True)
+        .assign(
+            measured=held["latency_us"].to_numpy(dtype=np.float64),
+            learned=served.transfer(op, cols, feature_columns(cols, op, learned=True)),
+            analytical=predict_frame(descs, op)["latency_us"].to_numpy(),
+            shape_hash=data.shape_hash(held, op),
+        )
+    )
+
+
+def heldout_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: list[str]) -> dict:
+    """``unseen_gpu_summary`` from the independent test rows of GPUs the model was not trained on
+    (``heldout_gpu_rows``; a family measured on one GPU has no leave-one-GPU-out): each such GPU's rows in two halves
+    by shape, each half's interval coverage from the other half's residuals (cross-fitted); per GPU its learned and
+    analytical MAPE over all its rows."""
+    halves = rows.assign(fold=rows["gpu"].astype(str) + "/" + (rows["shape_hash"] % 2).astype(str))
+    summary = unseen_gpu_summary(op, halves, fingerprint, dtypes)
+    folds = []
+    for gpu, mine in rows.groupby("gpu"):
+        parts = [f for f in summary["folds"] if f["gpu"].split("/")[0] == gpu]
+        folds.append(
+            {
+                "gpu": str(gpu),
+                "n": len(mine),
+                "learned_mape": float(np.mean(np.abs(mine["learned"] / mine["measured"] - 1))),
+                "analytical_mape": float(np.mean(np.abs(mine["analytical"] / mine["measured"] - 1))),
+                "coverage": float(sum(f["coverage"] * f["n"] for f in parts) / sum(f["n"] for f in parts)),
+            }
+        )
+    summary["folds"], summary["split"] = folds, "heldout-gpu"
+    summary["pooled"].update(
+        learned_mape=float(np.mean([f["learned_mape"] for f in folds])),
+        analytical_mape=float(np.mean([f["analytical_mape"] for f in folds])),
+        coverage=float(np.mean([f["coverage"] for f in folds])),
+    )
+    return summary
+
+
 def export_unseen(summary: dict, op: str, model_dir: Path | None) -> Path:
-    """Write ``<op>.unseen.json`` beside the shipped model, atomically."""
+    """Write ``<op>.unseen.json`` beside the shipped model, atomically; a held-out-GPU summary goes into a shipped
+    leave-one-GPU-out one as its ``transfer`` part (and a leave-one-GPU-out one keeps the shipped ``transfer``)."""
     path = summary_path(op, Path(model_dir or MODEL_DIR))
+    shipped = json.loads(path.read_text()) if path.exists() else None
+    if shipped is not None and shipped.get("split") == "logo" and summary["split"] == "heldout-gpu":
+        summary = {**shipped, "transfer": summary}
+    elif shipped is not None and summary["split"] == "logo" and "transfer" in shipped:
+        summary = {**summary, "transfer": shipped["transfer"]}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Ran 2026-12-05 in the twenty-third session (178 s on an H100, git_rev baf2392; call log beside it): gpt2 at 1,200 tokens
+# (past its 1,024 positions) raised a device-side assert that ended the layer pass after the eight models (40 points).
 # An H100 call of the twenty-second session (2026-12-05), taken while no H200 would start. Issue 13's "every GPU
 # answered by the best validated model" has so far been checked on other GPUs only against aiconfigurator's tables
 # (CUDA-graph timed, warm L2). Here the harness of every H200 row (CUPTI, cold L2) measures, on a GPU no kernelcast

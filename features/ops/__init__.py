@@ -59,7 +59,8 @@ class OpSpec:
     scalar_features: bool = False
     #: the learned model answers a GPU no row of a (backend, dtype) was measured on only where one of the same compute
     #: capability was (``predictors/unseen.py``): for families whose library kernels differ per architecture in ways the
-    #: leave-one-GPU-out study over the outside tables' native kernels does not see
+    #: leave-one-GPU-out study over the outside tables' native kernels does not see, and for families measured on one
+    #: GPU, validated on another of its architecture only
     unseen_same_arch: bool = False
     #: backends a description may name that no training row holds yet: answered analytically, no one-hot column (a
     #: model's columns stay as trained); measured and trained, one moves into ``backends``
