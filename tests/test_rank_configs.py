@@ -274,6 +274,15 @@ def test_a_measured_best_that_config_search_does_not_rank_counts_against_it():
     )
 
 
+def test_exhaustive_rows_written_before_a_field_existed_are_read_with_its_default():
+    """The Triton attention tune set predates attention's ``mask`` field: its 600 original rows are read (mask
+    false), not dropped as invalid (which left eval_regret without attention rows)."""
+    frame = pd.read_parquet(REPO / "datasets" / "attention" / "kernelcast_h200_sxm_20261201_tune.parquet")
+    assert "mask" not in frame
+    rows = regret.measured_rows(frame, "attention")
+    assert len(rows) == frame["repeat_of"].isna().sum() == 600 and not rows["mask"].any()
+
+
 def test_vllm_default_config_follows_tokens_against_experts():
     assert regret.vllm_default_config(64, 64)["block_m"] == 16
     assert regret.vllm_default_config(65, 64) == {
