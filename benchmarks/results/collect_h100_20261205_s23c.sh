@@ -1,4 +1,6 @@
 #!/bin/bash
+# Ran 2026-12-05 in the twenty-third session (320 s on an H100, git_rev d7248ea; call log beside it; the Triton
+# attention pass ended its budget 233 rows short).
 # An H100 call prepared by the twenty-third session (2026-12-05): what a plain device call runs when it gets an H100
 # (collect_next_any.sh). The first H100 call (collect_h100_20261205_s22h.sh) measured the H200's cuBLAS, flash/cuDNN and
 # eager test sets there, and serving now answers a Hopper GPU with the H200's answer moved to it (RESULTS §39); this
