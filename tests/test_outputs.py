@@ -86,7 +86,8 @@ def test_a_config_that_cannot_fit_is_refused_with_the_numbers():
 def _measured(op):
     rows = ds.dataset(sorted(glob.glob(f"datasets/{op}/*.parquet"))).to_table().to_pandas()
     rows = rows[rows["backend"] == "triton"].reset_index(drop=True)
-    fields = [c for c in kernelcast.parse_desc({**_example(op)}).to_dict() if c in rows]
+    # (a field some files predate, as attention's mask, is left to its default: validation gives it)
+    fields = [c for c in kernelcast.parse_desc({**_example(op)}).to_dict() if c in rows and rows[c].notna().all()]
     _, bad = validate_frame(rows[fields], strict=False)
     refused = np.zeros(len(rows), dtype=bool)
     refused[list(bad)] = True
