@@ -211,6 +211,12 @@ class UnseenGpuModel:
             else:
                 p50[mask] = self.model.predict({**sub(cols), **sub(features)}, measured=False)[0]
             q_low[mask], q_high[mask] = pooled["q_low"], pooled["q_high"]
+        own = (self.moved or {}).get("backends_interval", {})
+        if own and moved.any():  # a moved row of a backend with its own held-out interval takes it
+            backend = np.asarray(cols["backend"], dtype=object)
+            for name, q in own.items():
+                mine = moved & (backend == name)
+                q_low[mine], q_high[mine] = q["q_low"], q["q_high"]
         return {
             "latency_us": p50,
             "low_us": p50 * np.exp(q_low),

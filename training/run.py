@@ -356,7 +356,30 @@ def heldout_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: l
         analytical_mape=float(np.mean([f["analytical_mape"] for f in folds])),
         coverage=float(np.mean([f["coverage"] for f in folds])),
     )
+    # a backend with enough rows gets its own interval (one pooled over an op's backends held flash's rows 93% and
+    # Triton attention's 58% on the H100), cross-fitted the same way
+    summary["backends_interval"] = {
+        str(b): _halves_interval(mine) for b, mine in rows.groupby("backend") if len(mine) >= MIN_INTERVAL_ROWS
+    }
     return summary
+
+
+#: rows a backend needs for an interval of its own in a held-out-GPU summary
+MIN_INTERVAL_ROWS = 200
+
+
+def _halves_interval(rows: pd.DataFrame) -> dict:
+    """The 80% interval's log-residual quantiles over ``rows``, and its coverage when each half (by shape) is
+    calibrated on the other half."""
+    r = np.log(rows["measured"].to_numpy() / rows["learned"].to_numpy())
+    half = (rows["shape_hash"].to_numpy() % 2).astype(bool)
+    lo_q, hi_q = UNSEEN_QUANTILES
+    hits = 0
+    for mine in (half, ~half):
+        q_low, q_high = np.quantile(r[~mine], [lo_q, hi_q])
+        hits += int(((r[mine] >= q_low) & (r[mine] <= q_high)).sum())
+    q_low, q_high = np.quantile(r, [lo_q, hi_q])
+    return {"n": len(rows), "q_low": float(q_low), "q_high": float(q_high), "coverage": hits / len(rows)}
 
 
 def export_unseen(summary: dict, op: str, model_dir: Path | None) -> Path:
