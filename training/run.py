@@ -332,36 +332,39 @@ def heldout_gpu_rows(op: str, held: pd.DataFrame, model_dir: Path | None) -> pd.
 
 
 def heldout_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: list[str]) -> dict:
-    """``unseen_gpu_summary`` from the independent test rows of GPUs the model was not trained on
-    (``heldout_gpu_rows``; a family measured on one GPU has no leave-one-GPU-out): each such GPU's rows in two halves
-    by shape, each half's interval coverage from the other half's residuals (cross-fitted); per GPU its learned and
-    analytical MAPE over all its rows."""
-    halves = rows.assign(fold=rows["gpu"].astype(str) + "/" + (rows["shape_hash"] % 2).astype(str))
-    summary = unseen_gpu_summary(op, halves, fingerprint, dtypes)
-    folds = []
-    for gpu, mine in rows.groupby("gpu"):
-        parts = [f for f in summary["folds"] if f["gpu"].split("/")[0] == gpu]
-        folds.append(
-            {
-                "gpu": str(gpu),
-                "n": len(mine),
-                "learned_mape": float(np.mean(np.abs(mine["learned"] / mine["measured"] - 1))),
-                "analytical_mape": float(np.mean(np.abs(mine["analytical"] / mine["measured"] - 1))),
-                "coverage": float(sum(f["coverage"] * f["n"] for f in parts) / sum(f["n"] for f in parts)),
-            }
-        )
-    summary["folds"], summary["split"] = folds, "heldout-gpu"
-    summary["pooled"].update(
-        learned_mape=float(np.mean([f["learned_mape"] for f in folds])),
-        analytical_mape=float(np.mean([f["analytical_mape"] for f in folds])),
-        coverage=float(np.mean([f["coverage"] for f in folds])),
-    )
-    # a backend with enough rows gets its own interval (one pooled over an op's backends held flash's rows 93% and
-    # Triton attention's 58% on the H100), cross-fitted the same way
-    summary["backends_interval"] = {
-        str(b): _halves_interval(mine) for b, mine in rows.groupby("backend") if len(mine) >= MIN_INTERVAL_ROWS
+    """What ``unseen_gpu_summary`` says, from the independent test rows of GPUs the model was not trained on
+    (``heldout_gpu_rows``; a family measured on one GPU has no leave-one-GPU-out): per such GPU its learned and
+    analytical MAPE and the coverage of an interval cross-fitted over two halves of its rows by shape
+    (``_halves_interval``); pooled, the residual quantiles of all rows; and a backend with enough rows its own interval
+    (one pooled over an op's backends held flash's rows 93% and Triton attention's 58% on the H100)."""
+    folds = [
+        {
+            "gpu": str(gpu),
+            "n": len(mine),
+            "learned_mape": float(np.mean(np.abs(mine["learned"] / mine["measured"] - 1))),
+            "analytical_mape": float(np.mean(np.abs(mine["analytical"] / mine["measured"] - 1))),
+            "coverage": _halves_interval(mine)["coverage"],
+        }
+        for gpu, mine in rows.groupby("gpu")
+    ]
+    pooled = _halves_interval(rows)
+    return {
+        "op": op,
+        "split": "heldout-gpu",
+        "dtypes": [str(d) for d in dtypes],
+        "folds": folds,
+        "pooled": {
+            "learned_mape": float(np.mean([f["learned_mape"] for f in folds])),
+            "analytical_mape": float(np.mean([f["analytical_mape"] for f in folds])),
+            "q_low": pooled["q_low"],
+            "q_high": pooled["q_high"],
+            "coverage": float(np.mean([f["coverage"] for f in folds])),
+        },
+        "data_fingerprint": fingerprint,
+        "backends_interval": {
+            str(b): _halves_interval(mine) for b, mine in rows.groupby("backend") if len(mine) >= MIN_INTERVAL_ROWS
+        },
     }
-    return summary
 
 
 #: rows a backend needs for an interval of its own in a held-out-GPU summary
