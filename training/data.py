@@ -167,9 +167,10 @@ def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFra
     return _add_missing_fields(part.reindex(columns=columns), part.columns, _field_defaults(op))
 
 
-def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:
+def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr, defaults: bool = False) -> pd.DataFrame:
     """The rows whose descriptions serving accepts, in canonical form (what serving computes features from);
-    the others are dropped and counted by reason."""
+    the others are dropped and counted by reason. ``defaults``: also the fields the frame lacks, at their defaults
+    (a field added after a file was written; off for training, whose shape hashes read the columns a frame has)."""
     by_op, bad = validate_frame(frame, extra_columns=KEEP, strict=False)
     if bad and report is not None:
         reasons = Counter(r.split(": ", 1)[-1].split("; got")[0] for r in bad.values())
@@ -180,7 +181,7 @@ def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr) -> pd.DataFrame:
     pos, cols = by_op.get(op, (np.zeros(0, dtype=np.int64), {}))
     out = frame.iloc[pos].reset_index(drop=True)
     for name, values in cols.items():
-        if name in out:
+        if name in out or (defaults and name in get_op(op).fields):
             out[name] = values
     return out
 

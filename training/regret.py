@@ -24,7 +24,6 @@ import pandas as pd
 import tomllib
 
 from kernelcast.features.desc import op_fields
-from kernelcast.features.validate import validate_frame
 from kernelcast.predictors.configs import rank_configs
 from kernelcast.training import data
 
@@ -98,16 +97,11 @@ def measured_rows(frame: pd.DataFrame, op: str) -> pd.DataFrame:
         keep &= frame["repeat_of"].isna()
     if "timer" in frame:
         keep &= frame["timer"].ne("ncu")
-    # (a field added after a file was written is absent from it: it gets its default)
+    # (a field added after a file was written is absent from it: valid_rows gives it its default)
     columns = [c for c in (*op_fields(op), "latency_us", "source") if c in frame]
     rows = frame[keep].reindex(columns=columns).reset_index(drop=True)
     rows["source"] = rows["source"].fillna(data.OWN_SOURCE) if "source" in rows else data.OWN_SOURCE
-    rows = data.valid_rows(rows, op, report=None)
-    missing = [f for f in op_fields(op) if f not in rows]
-    if missing and len(rows):
-        _, cols = validate_frame(rows, extra_columns=("latency_us", "source"))[0][op]
-        rows = rows.assign(**{f: cols[f] for f in missing})
-    return rows
+    return data.valid_rows(rows, op, report=None, defaults=True)
 
 
 def _shapes(rows: pd.DataFrame, op: str) -> list[tuple[dict, pd.Series]]:
