@@ -432,14 +432,11 @@ def sdpa_masks(sq: int, skv: int, window: int, dtype) -> dict:
     """The masks ``run_sdpa_masks`` passes SDPA for ``sq`` queries at the end of ``skv`` keys, as (sq, skv) tensors
     (None: no mask, ``is_causal``): the causal pattern as a bool mask (True: attend), a sliding window of ``window``
     keys as a bool mask, and the same window additive (0 or -inf in ``dtype``)."""
-    import torch
+    from kernelcast.collect.workloads.attention import additive, causal_window
 
-    rows = torch.arange(sq)[:, None] + (skv - sq)
-    cols = torch.arange(skv)[None, :]
-    causal = cols <= rows
-    sliding = causal & (cols > rows - window)
-    additive = torch.zeros(sq, skv, dtype=dtype).masked_fill(~sliding, float("-inf"))
-    return {"is_causal": None, "causal_bool": causal, "window_bool": sliding, "window_additive": additive}
+    causal, sliding = causal_window(sq, skv, window)
+    window_additive = additive(sliding, dtype)
+    return {"is_causal": None, "causal_bool": causal, "window_bool": sliding, "window_additive": window_additive}
 
 
 def run_sdpa_masks(out: Path, n: int, budget_s: float, seed: int = 0) -> None:

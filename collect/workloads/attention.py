@@ -33,14 +33,27 @@ def _inputs(desc: AttentionDesc, device: str = "cuda"):
 MASK_WINDOW = 1024
 
 
-def _window_mask(desc: AttentionDesc, dtype, device: str):
+def causal_window(sq: int, skv: int, window: int, device: str = "cpu"):
+    """(sq, skv) bool masks (True: attend) of ``sq`` queries at the end of ``skv`` keys: the bottom-right causal
+    pattern, and within it the last ``window`` keys of each query."""
     import torch
 
-    rows = torch.arange(desc.seq_q, device=device)[:, None] + (desc.seq_kv - desc.seq_q)
-    cols = torch.arange(desc.seq_kv, device=device)[None, :]
-    keep = (cols <= rows) & (cols > rows - MASK_WINDOW)
-    bias = torch.zeros(desc.seq_q, desc.seq_kv, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
-    return bias[None, None].expand(desc.batch, 1, desc.seq_q, desc.seq_kv)
+    rows = torch.arange(sq, device=device)[:, None] + (skv - sq)
+    cols = torch.arange(skv, device=device)[None, :]
+    causal = cols <= rows
+    return causal, causal & (cols > rows - window)
+
+
+def additive(keep, dtype):
+    """A bool mask as the additive one SDPA adds to the scores: 0 where kept, -inf elsewhere, in ``dtype``."""
+    import torch
+
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, float("-inf"))
+
+
+def _window_mask(desc: AttentionDesc, dtype, device: str):
+    _, keep = causal_window(desc.seq_q, desc.seq_kv, MASK_WINDOW, device)
+    return additive(keep, dtype)[None, None].expand(desc.batch, 1, desc.seq_q, desc.seq_kv)
 
 
 def _reference(q, k, v, causal: bool, bias=None):
