@@ -294,18 +294,21 @@ def _resolve(path: Path, point: dict) -> dict:
 
 def _gflop(desc: Desc) -> float:
     """GFLOP of a description (its op family's FLOPs), for ``max_gflop``."""
-    cols = {k: np.asarray([v]) for k, v in desc.to_row().items()}
-    return float(get_op(desc.op).flops(cols)[0]) / 1e9
+    return float(get_op(desc.op).flops(_columns(desc))[0]) / 1e9
 
 
 def _gb(desc: Desc) -> float:
     """GB a description moves at least (its op family's ``bytes`` feature), for ``max_gb``."""
     from kernelcast.features.vector import feature_columns
 
-    cols = {
+    return float(feature_columns(_columns(desc), desc.op, learned=False)["bytes"][0]) / 1e9
+
+
+def _columns(desc: Desc) -> dict[str, np.ndarray]:
+    """One description as columns of one value (text and None as objects)."""
+    return {
         k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None) for k, v in desc.to_row().items()
     }
-    return float(feature_columns(cols, desc.op, learned=False)["bytes"][0]) / 1e9
 
 
 def _admit(
