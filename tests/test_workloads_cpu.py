@@ -245,14 +245,15 @@ def test_the_correctness_checks_small_description_is_valid(sweep):
 def test_an_expand_copy_writes_each_distinct_block_expand_times_in_a_row():
     """A copy whose source repeats (``expand``, as repeat_kv's and an expanded K's): the view the collector makes
     contiguous holds elements/expand distinct values in strided runs, each block written ``expand`` times in a row; the
-    output check's small shape keeps it an expand copy."""
+    output check's small shape keeps it an expand copy. A prime count of runs (13 heads) is measured too, each run
+    repeated in a row: repeat_kv's own layout."""
     import torch
 
     from kernelcast.collect.workloads.copy import repeated_source
     from kernelcast.features.desc import parse_desc
 
     backend = WORKLOADS["copy"]["torch"]
-    for elements, run, expand in ((6 * 64 * 4, 64, 4), (12 * 71, 1, 71), (2 * 96, 96, 2)):
+    for elements, run, expand in ((6 * 64 * 4, 64, 4), (12 * 71, 1, 71), (2 * 96, 96, 2), (13 * 32 * 8, 32, 8)):
         d = parse_desc(dict(op="copy", gpu="H200", dtype="fp32", backend="torch", fn="copy", elements=elements,
                             run=run, expand=expand))  # fmt: skip
         source = torch.arange(elements // expand, dtype=torch.float32)

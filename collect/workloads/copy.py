@@ -41,7 +41,8 @@ def repeated_source(desc: CopyDesc, make):
     """The view an ``expand`` copy makes contiguous, from ``make(shape)``: the distinct elements as a strided copy's
     source (``[b, a, run]``, rows ``a`` apart, or one run) with a stride-0 dim of ``expand`` inserted after the
     outermost one (``[b, expand, a, run]``): each block of ``a`` runs is written ``expand`` times in a row, as
-    repeat_kv writes each KV head's cache once per query head of its group."""
+    repeat_kv writes each KV head's cache once per query head of its group. A prime count of runs gives ``a = 1``:
+    ``b`` contiguous runs, each repeated, which is repeat_kv's own layout when a run is one head's whole cache."""
     distinct = desc.elements // desc.expand
     runs = distinct // desc.run
     if runs == 1:
@@ -62,7 +63,7 @@ class TorchCopy(BackendBase):
 
     def supports(self, desc: CopyDesc, device=None) -> str | None:
         runs = desc.elements // desc.run // desc.expand
-        if desc.fn == "copy" and runs > 1 and _split(runs)[0] == 1:
+        if desc.fn == "copy" and desc.expand == 1 and runs > 1 and _split(runs)[0] == 1:
             return f"a strided copy needs (distinct) elements/run={runs} with a divisor in [2, sqrt]; it is prime"
         if desc.fn == "cat" and not desc.contiguous:
             small = (desc.elements - desc.largest) // max(desc.inputs - 1, 1)
