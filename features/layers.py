@@ -372,6 +372,26 @@ class _Reached(Exception):
     """Raised by the hook on the layer asked for: its inputs are taken and the model's forward stops there."""
 
 
+def _check_position_embeddings(model, end: int) -> None:
+    """Raise where the base model's forward would look positions up to ``end`` (exclusive) in a learned position table
+    (GPT-2's ``wpe``, OPT's offset one) past ``max_position_embeddings``: on a GPU that lookup is a device-side assert
+    that ends the process, on the CPU an IndexError, on meta nothing — so every device refuses it alike, first."""
+    import torch
+
+    limit = getattr(model.config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or end <= limit:
+        return
+    tables = [
+        m for m in model.base_model.modules()
+        if isinstance(m, torch.nn.Embedding) and m is not model.get_input_embeddings() and m.num_embeddings >= limit
+    ]  # fmt: skip
+    if tables:
+        raise ValueError(
+            f"position {end - 1} is past the {limit} rows of {type(model).__name__}'s learned position "
+            f"table ({type(tables[0]).__name__})"
+        )
+
+
 def _model_inputs(model, layer, hidden, positions, cache, cache_key: str) -> tuple[tuple, dict]:
     """(args, kwargs) the base model's forward on token ids (``hidden``'s batch and length) at ``positions`` passes to
     ``layer``: a forward pre-hook takes them and stops the forward before the layer runs. The hidden states come first
@@ -447,12 +467,14 @@ def _layer_inputs(model, layer, hidden, positions, cache, cache_key: str) -> dic
     return kwargs
 
 
-def _inputs(model, layer, hidden, positions, cache, cache_key: str, inputs: str) -> tuple[tuple, dict, str]:
+def _inputs(model, layer, hidden, positions, cache, cache_key: str, inputs: str, end: int) -> tuple[tuple, dict, str]:
     """(args, kwargs, how they were made) of one layer call (``INPUTS``). A model whose own forward cannot reach its
     first layer here (a one-layer hybrid whose only layer keeps a recurrent state has no attention layer to size its
-    mask from) gets the ``layer`` inputs, and the third item says so."""
+    mask from; positions up to ``end`` past a learned position table) gets the ``layer`` inputs, and the third item
+    says so."""
     if inputs == "model":
         try:
+            _check_position_embeddings(model, end)
             return (*_model_inputs(model, layer, hidden, positions, cache, cache_key), "model")
         except Exception as exc:  # noqa: BLE001 - any failure of the model's own forward: the inputs built here
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -507,7 +529,7 @@ def layer_call(model, phase: str, batch: int, seq: int, context: int = 0, inputs
                 for name in shapes.keys() - {"keys", "values"}:
                     getattr(cache.layers[i], EXTRA_CACHES[name])(full[name])
     positions = torch.arange(context, context + seq, device=dev)
-    args, kwargs, how = _inputs(model, layer, hidden, positions, cache, cache_key, inputs)
+    args, kwargs, how = _inputs(model, layer, hidden, positions, cache, cache_key, inputs, context + seq)
     return LayerCall(layer, args, kwargs, _restore(cache, seq, index), batch * seq, cache_key, how, index)
 
 
@@ -530,7 +552,7 @@ def _one_token(model, layer, hidden, cache, cache_key: str, inputs: str) -> None
 
     one = hidden[:, :1]
     with torch.no_grad():
-        args, kwargs, _ = _inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key, inputs)
+        args, kwargs, _ = _inputs(model, layer, one, torch.arange(1, device=one.device), cache, cache_key, inputs, 1)
         try:
             layer(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as exc:  # a data-dependent op on meta tensors (an expert loop)

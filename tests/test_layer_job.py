@@ -40,6 +40,18 @@ def test_the_fifth_and_sixth_layer_sets_are_callable_on_meta_tensors(name):
         assert call.inputs == "model", (name, call.inputs)
 
 
+def test_positions_past_a_learned_position_table_take_the_layer_inputs_on_every_device():
+    """GPT-2 at 1,200 tokens (the fourth set's point) is past its 1,024-row ``wpe``: the model's own forward would index
+    past it, a device-side assert that ended the H100's fourth-set pass and every point after it. The call takes the
+    layer's inputs instead on meta and on the CPU alike, and says why; inside the table the model's forward runs."""
+    cfg = layers.load_config("gpt2")
+    for device in ("meta", "cpu"):
+        m = layers.build_model(cfg, device=device)
+        assert layers.layer_call(m, "prefill", 1, 1024).inputs == "model"
+        call = layers.layer_call(m, "decode", 2, 1, 1200)
+        assert call.inputs.startswith("layer") and "past the 1024 rows" in call.inputs, call.inputs
+
+
 def test_random_mask_shapes_are_reproducible_and_bounded():
     shapes = layer_job.mask_shapes(200)
     assert shapes[: len(layer_job.MASK_SHAPES)] == list(layer_job.MASK_SHAPES)
