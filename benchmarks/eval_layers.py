@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6|h100_arch4]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6|h100_arch4|h100_arch5|h100_arch6]
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def _newest(name: str) -> Path:
 #: ``--set arch3``: the sealed third set (ARCH3_MODELS: every model above and six more, at five other points);
 #: ``--set arch4``: the sealed fourth set (ARCH3_MODELS at five more points, measured after arch3's choices);
 #: ``--set arch5``: the fifth (ARCH5_MODELS), the first measured with the inputs each model passes its layers;
-#: ``--set arch6``: the sixth, sealed (ARCH5_MODELS at other points); ``--set h100_arch4``: the fourth set's points
-#: on an H100 (every answer there is for a GPU the models never saw measured by this harness)
+#: ``--set arch6``: the sixth, sealed (ARCH5_MODELS at other points); ``--set h100_arch4|h100_arch5|h100_arch6``: the
+#: fourth to sixth sets' points on an H100 (every answer there is for a GPU the models never saw measured by this
+#: harness)
 SETS = {
     "fit": (DATA, OUT),
     "arch": (
@@ -82,9 +83,18 @@ SETS = {
         _newest("kernelcast_h200_sxm_{date}_arch6_layers.jsonl"),
         OUT.with_name("eval_layers_arch6.json"),
     ),
+    # the fifth and sixth sets' points on an H100 (twenty-fourth session)
+    "h100_arch5": (
+        _newest("kernelcast_h100_sxm_{date}_arch5_layers.jsonl"),
+        OUT.with_name("eval_layers_h100_arch5.json"),
+    ),
+    "h100_arch6": (
+        _newest("kernelcast_h100_sxm_{date}_arch6_layers.jsonl"),
+        OUT.with_name("eval_layers_h100_arch6.json"),
+    ),
 }
 #: sets measured on a GPU other than the H200 (the file's name says which)
-GPU_OF_SET = {"h100_arch4": "H100"}
+GPU_OF_SET = {"h100_arch4": "H100", "h100_arch5": "H100", "h100_arch6": "H100"}
 ARCH_HYBRID = (
     "qwen3_5_27b",
     "nemotron3_nano_30b",
