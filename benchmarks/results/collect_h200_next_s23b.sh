@@ -10,10 +10,13 @@
 # stride-0 dim (repeat_kv, an expanded K or V: the copy family's new `expand` field, which no training row holds yet —
 # the 13 probe rows of datasets/layers/…_broadcast_copy.jsonl ran at 0.71-0.82x a plain copy, over-predicted
 # 1.12-1.61x): its independent test set (copy_expand_test, 221 shapes of real layers' geometry) in its own pass, then
-# the training pass (copy_expand, 537); merge, list, `kernelcast train --op copy`. Six files back.
+# the training pass (copy_expand, 537); merge, list, `kernelcast train --op copy`. First (added by the twenty-fourth
+# session), benchmarks/gpu_operand_values.py: do a GEMM's operand values (Llama 4's zero-filled expert batches) change
+# its time. Seven files back.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
+operand_values
 gpu_tests
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130

@@ -32,6 +32,13 @@ gpu_tests() {
   log "end gpu tests rc=$? $(tail -n 1 "$W/gpu_tests.log")"
   [ "${FINISH_LOGS:-}" = tar ] || cp "$W/gpu_tests.log" "$OUT/"
 }
+# benchmarks/gpu_operand_values.py (GEMM time against operand values), its JSON straight back
+operand_values() {
+  log "start operand values"
+  python3 benchmarks/gpu_operand_values.py --out "$OUT" > "$W/operand_values.log" 2>&1
+  log "end operand values rc=$? $(grep -c . "$W/operand_values.log") lines"
+  cat "$W/operand_values.log"
+}
 # parts of collect/layer_job.py, eager layers of one model set among them: layerset <name> <set> <budget_s> [parts,
 # default layers]; its folder (layers.jsonl, and what the other parts write) goes back as <name>_layers.tar.gz, its
 # log into logs.tar.gz
