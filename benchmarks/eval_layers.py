@@ -9,7 +9,7 @@ table reports both halves. The eager wall span is predicted with each point's me
 repeats' ``host_probe_us``, passed as ``host_probe_us``) and, beside it, at the reference host speed (no probe).
 Prints a table and writes benchmarks/results/eval_layers.json.
 
-    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2|arch3|arch4|arch5|arch6|h100_arch4|h100_arch5|h100_arch6]
+    python benchmarks/eval_layers.py [--fit] [--set fit|arch|arch2..arch6|h100_arch4|h100_arch5|h100_arch6]
 """
 
 from __future__ import annotations
