@@ -6,7 +6,7 @@ it. Why: Llama 4's expert-stack bmm ran at ~890 TFLOP/s inside the measured laye
 sweep's rows of the same size ran at 600-710 TFLOP/s (`datasets/gemm/…_bmmx.parquet`), and the learned model, trained
 on those rows, over-predicts those layers by 15-20%. GPU only; prints a table and writes JSON.
 
-    python benchmarks/gpu_operand_values.py [--out DIR]
+    python benchmarks/gpu_operand_values.py [--out DIR] [--shares]
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ SHAPES = (
     ("maverick_down", 128, 1500, 8192, 5120),
     ("square_8192", 1, 8192, 8192, 8192),
 )
-#: how A (activations) and B (weights) are drawn
+#: how A (activations) and B (weights) are drawn; ``zero_rows_<z>``: weights as a model's, the first share z of A's
+#: rows zeros (whole expert batches where there are several: how the time goes with the share)
 CASES = ("randn", "weights_0.02", "routed_top1", "zeros_a")
+SHARES = ("zero_rows_0.5", "zero_rows_0.75", "zero_rows_0.9375")
 
 
 def operands(case: str, batch: int, m: int, k: int, n: int, seed: int = 0):
@@ -40,8 +42,12 @@ def operands(case: str, batch: int, m: int, k: int, n: int, seed: int = 0):
     elif case == "zeros_a":
         b *= 0.02
         a.zero_()
+    elif case.startswith("zero_rows_"):
+        b *= 0.02
+        rows = a.view(-1, k)
+        rows[: int(rows.shape[0] * float(case.removeprefix("zero_rows_")))] = 0
     elif case != "randn":
-        raise ValueError(f"case must be one of {', '.join(CASES)}; got {case!r}")
+        raise ValueError(f"case must be one of {', '.join(CASES + SHARES)}; got {case!r}")
     return a, b
 
 
@@ -52,10 +58,12 @@ def main() -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    p.add_argument("--shares", action="store_true", help="the zero-row shares instead of the four operand cases")
     args = p.parse_args()
+    cases = SHARES + ("weights_0.02",) if args.shares else CASES
     rows = []
     for name, batch, m, k, n in SHAPES:
-        order = list(CASES) + list(reversed(CASES))  # each case twice, in alternating order (drift shows)
+        order = list(cases) + list(reversed(cases))  # each case twice, in alternating order (drift shows)
         for rep, case in enumerate(order):
             a, b = operands(case, batch, m, k, n)
 
@@ -72,7 +80,7 @@ def main() -> int:
                     k=k,
                     n=n,
                     case=case,
-                    **{"pass": rep // len(CASES)},
+                    **{"pass": rep // len(cases)},
                     us=round(us, 2),
                     tflops=round(2 * batch * m * k * n / us / 1e6, 1),
                     sm_clock_mhz=(t.sm_clock_hz or 0) / 1e6,
@@ -87,7 +95,7 @@ def main() -> int:
         clock = r["sm_clock_mhz"]
         print(f"{r['shape']:18s} {r['case']:14s} {r['pass']:4d} {r['us']:10.1f} {r['tflops']:8.1f} {clock:9.0f}")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "gpu_operand_values.json"
+    path = args.out / ("gpu_operand_shares.json" if args.shares else "gpu_operand_values.json")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1))
     tmp.replace(path)
