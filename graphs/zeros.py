@@ -1,13 +1,15 @@
 """Which GEMM operands a call fills mostly with zeros, followed from op to op, and what that does to the GEMM's time.
 
 A tensor core's power follows the bits it multiplies. On the H200 and H100 a large bf16 GEMM of random operands holds
-the chip at its power limit, the SM clock drops to 1.1-1.5 GHz, and that is the clock every label the collector
-measures ran at (its operands are standard normal). Llama 4's eager experts multiply ``hidden.repeat(experts, 1)`` by
+the chip at its power limit, the SM clock drops to 1.1-1.5 GHz, and that is the clock the collector's labels of such
+GEMMs ran at (its operands are standard normal). Llama 4's eager experts multiply ``hidden.repeat(experts, 1)`` by
 the router's scores, which are ``sigmoid`` of a ``-inf`` fill with each token's top-k logits scattered in: all but
 top_k of every token's expert rows are zeros, and so are the rows of everything computed from them (silu(0)·0 = 0).
-Measured on an H100 (``benchmarks/gpu_operand_values.py``, ``benchmarks/results/gpu_operand_values_h100.json``):
-Llama 4 Maverick's expert bmm at 1,500 tokens with 127 of 128 expert batches zero ran at 0.81× (gate_up) and 0.82×
-(down) the time of the same bmm on weight-like random operands, its clock 1.70 GHz against 1.14-1.43 GHz.
+Measured on an H100 (``benchmarks/gpu_operand_values.py``, ``benchmarks/results/gpu_operand_values_h100.json``
+and ``…_shares_h100.json``): Llama 4 Maverick's expert bmm at 1,500 tokens with 127 of 128 expert batches zero ran at
+0.81× (gate_up) and 0.82× (down) the time of the same bmm on weight-like random operands, its clock 1.70 GHz against
+1.14-1.43 GHz; half the batches zero already gave 0.90× and 0.86×. A 1.4 ms 8192³ matmul gained less (0.93-0.96× at
+half to 15/16 zero rows): short kernels reach the power limit less.
 
 ``ZeroRows`` walks a call's ops in order keeping, per storage, the share of its rows known to be a fill value (0 or
 -inf; rows along the last dim). It knows fills, ``scatter`` into a fill, value-preserving casts and copies, unary ops
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 
-#: the time of a compute-bound GEMM whose A is all zero rows, over its time on random operands (the labels'): the
-#: mean of the two measured ratios above (0.81, 0.82). Applied in proportion to the zero share.
-ZERO_OPERAND_TIME = 0.815
+#: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'): the
+#: mean of the two expert bmms measured above at each share; between the points, linear
+ZERO_ROW_TIMES = ((0.0, 1.0), (0.5, 0.879), (0.75, 0.867), (0.9375, 0.841), (127 / 128, 0.814), (1.0, 0.804))
 #: what a unary op makes of a fill value (absent: the op's result is not tracked)
 _UNARY = {
     "sigmoid": {-math.inf: 0.0, 0.0: 0.5},
@@ -108,4 +112,5 @@ class ZeroRows:
 
 def zero_operand_factor(zero_share: float) -> float:
     """What a compute-bound GEMM's time is multiplied by when ``zero_share`` of A's rows are zeros."""
-    return 1.0 - min(max(zero_share, 0.0), 1.0) * (1.0 - ZERO_OPERAND_TIME)
+    shares, times = zip(*ZERO_ROW_TIMES)
+    return float(np.interp(min(max(zero_share, 0.0), 1.0), shares, times))
