@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from kernelcast.graphs.capture import OpRecord, TensorMeta
+from kernelcast.graphs.lower import base_name
 
 #: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'): the
 #: mean of the two expert bmms measured above at each share; between the points, linear
@@ -48,10 +49,6 @@ _MATMULS = ("mm", "bmm", "matmul")
 _SCATTERS = ("scatter", "scatter_")
 
 
-def _name(rec: OpRecord) -> str:
-    return rec.name.split(".")[1] if rec.name.startswith("aten.") else rec.name
-
-
 def _scalar(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
@@ -70,7 +67,7 @@ class ZeroRows:
 
     def op(self, rec: OpRecord) -> float:
         """Follow one op; the zero share of its A operand when it is a matmul (else 0)."""
-        name = _name(rec)
+        name = base_name(rec.name)
         tensors = [a for a in rec.args if isinstance(a, TensorMeta)]
         out = rec.outputs[0] if rec.outputs else None
         new: tuple[float, float] | None = None

@@ -275,30 +275,37 @@ def unseen_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: li
     for g in sorted(set(folds)):
         mine = folds == g
         q_low, q_high = np.quantile(r[~mine], [lo_q, hi_q])
-        sub = rows[mine]
-        out.append(
-            {
-                "gpu": str(g),
-                "n": int(mine.sum()),
-                "learned_mape": float(np.mean(np.abs(sub["learned"] / sub["measured"] - 1))),
-                "analytical_mape": float(np.mean(np.abs(sub["analytical"] / sub["measured"] - 1))),
-                "coverage": float(np.mean((r[mine] >= q_low) & (r[mine] <= q_high))),
-            }
-        )
+        out.append(_gpu_fold(g, rows[mine], float(np.mean((r[mine] >= q_low) & (r[mine] <= q_high)))))
     q_low, q_high = np.quantile(r, [lo_q, hi_q])
     return {
         "op": op,
         "split": "logo",
         "dtypes": [str(d) for d in dtypes],
         "folds": out,
-        "pooled": {
-            "learned_mape": float(np.mean([f["learned_mape"] for f in out])),
-            "analytical_mape": float(np.mean([f["analytical_mape"] for f in out])),
-            "q_low": float(q_low),
-            "q_high": float(q_high),
-            "coverage": float(np.mean([f["coverage"] for f in out])),
-        },
+        "pooled": _pooled(out, float(q_low), float(q_high)),
         "data_fingerprint": fingerprint,
+    }
+
+
+def _gpu_fold(gpu, rows: pd.DataFrame, coverage: float) -> dict:
+    """One held-out GPU's rows summarized: its learned and analytical MAPE and the coverage its interval had."""
+    return {
+        "gpu": str(gpu),
+        "n": len(rows),
+        "learned_mape": float(np.mean(np.abs(rows["learned"] / rows["measured"] - 1))),
+        "analytical_mape": float(np.mean(np.abs(rows["analytical"] / rows["measured"] - 1))),
+        "coverage": coverage,
+    }
+
+
+def _pooled(folds: list[dict], q_low: float, q_high: float) -> dict:
+    """The held-out GPUs together: their mean MAPEs and coverage, and the residual quantiles of the served interval."""
+    return {
+        "learned_mape": float(np.mean([f["learned_mape"] for f in folds])),
+        "analytical_mape": float(np.mean([f["analytical_mape"] for f in folds])),
+        "q_low": q_low,
+        "q_high": q_high,
+        "coverage": float(np.mean([f["coverage"] for f in folds])),
     }
 
 
@@ -337,29 +344,14 @@ def heldout_gpu_summary(op: str, rows: pd.DataFrame, fingerprint: str, dtypes: l
     analytical MAPE and the coverage of an interval cross-fitted over two halves of its rows by shape
     (``_halves_interval``); pooled, the residual quantiles of all rows; and a backend with enough rows its own interval
     (one pooled over an op's backends held flash's rows 93% and Triton attention's 58% on the H100)."""
-    folds = [
-        {
-            "gpu": str(gpu),
-            "n": len(mine),
-            "learned_mape": float(np.mean(np.abs(mine["learned"] / mine["measured"] - 1))),
-            "analytical_mape": float(np.mean(np.abs(mine["analytical"] / mine["measured"] - 1))),
-            "coverage": _halves_interval(mine)["coverage"],
-        }
-        for gpu, mine in rows.groupby("gpu")
-    ]
+    folds = [_gpu_fold(gpu, mine, _halves_interval(mine)["coverage"]) for gpu, mine in rows.groupby("gpu")]
     pooled = _halves_interval(rows)
     return {
         "op": op,
         "split": "heldout-gpu",
         "dtypes": [str(d) for d in dtypes],
         "folds": folds,
-        "pooled": {
-            "learned_mape": float(np.mean([f["learned_mape"] for f in folds])),
-            "analytical_mape": float(np.mean([f["analytical_mape"] for f in folds])),
-            "q_low": pooled["q_low"],
-            "q_high": pooled["q_high"],
-            "coverage": float(np.mean([f["coverage"] for f in folds])),
-        },
+        "pooled": _pooled(folds, pooled["q_low"], pooled["q_high"]),
         "data_fingerprint": fingerprint,
         "backends_interval": {
             str(b): _halves_interval(mine) for b, mine in rows.groupby("backend") if len(mine) >= MIN_INTERVAL_ROWS
