@@ -204,6 +204,26 @@ def efficient_launch(cols, b, hq, sq, d, causal, pairs) -> tuple[LibraryLaunch, 
     return launch, buffer_bytes
 
 
+#: the head_dim a library kernel is built for, up to which a call's own is padded (the last size in its kernel's name):
+#: cuDNN's sm90 kernels come in multiples of 64 and its one-query sm80 kernels at 64, 128 and 256 (our H100 rows: head_dim
+#: 72 runs ``…_wgmma_f16_knob_7_64x128x128``, 160 ``…_64x128x192``, one-query 160 and 192 ``…_16x128x256``);
+#: FlashAttention-2 rounds up to its ``FLASH_TILES`` sizes; the memory-efficient kernel to 64 and 128 (past 128 it
+#: steps over head_dim itself: taken as is); kernelcast's Triton kernel takes head_dim as it is
+CUDNN_DECODE_HEAD_DIMS = (64.0, 128.0, 256.0)
+
+
+def kernel_head_dim(backend: np.ndarray, d: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """The head_dim each row's kernel computes at (``CUDNN_DECODE_HEAD_DIMS``, ``FLASH_TILES``)."""
+    sizes = np.array(sorted(FLASH_TILES), dtype=np.float64)
+    flash = sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
+    decode = np.array(CUDNN_DECODE_HEAD_DIMS)[np.minimum(np.searchsorted(CUDNN_DECODE_HEAD_DIMS, d), 2)]
+    cudnn = np.where(sq == 1, decode, np.ceil(d / 64.0) * 64.0)
+    efficient = np.where(d <= 64, 64.0, np.where(d <= 128, 128.0, d))
+    out = np.where(backend == "flash", np.maximum(flash, d), d)
+    out = np.where(backend == "cudnn", np.maximum(cudnn, d), out)
+    return np.where(backend == "efficient", efficient, out)
+
+
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
     b, hq, hkv, sq, skv, d = (
@@ -242,6 +262,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_seq_q": np.log2(sq),
         "log_seq_kv": np.log2(skv),
         "head_dim": d,
+        "kernel_head_dim": kernel_head_dim(np.atleast_1d(np.asarray(cols["backend"], dtype=object)), d, sq),
         "causal": causal.astype(np.float64),
         "mask_bytes_share": mask_bytes / (nbytes + mask_bytes),
         "elem_bytes": elem,
@@ -273,10 +294,11 @@ def attention_flops(cols) -> np.ndarray:
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
-    bm, bn, d, warps = base["block_m"], base["block_n"], base["head_dim"], base["num_warps"]
+    bm, bn, warps = base["block_m"], base["block_n"], base["num_warps"]
     # shared memory per CTA: Triton's as it allocates it (the config rule's formula); a library kernel's Q tile and
-    # one K and one V tile
+    # one K and one V tile; the tiles and steps at the head_dim the kernel computes at
     triton = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "triton"
+    d = np.where(triton, base["head_dim"], base["kernel_head_dim"])
     library = (bm * d + 2 * bn * d) * base["elem_bytes"]
     cfg = {"block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": base["num_stages"]}
     smem = np.where(triton, triton_attention_shared(cols, cfg, base["elem_bytes"]), library)
