@@ -69,7 +69,7 @@ def layer_rows(frame: pd.DataFrame | None = None) -> list[dict]:
     from kernelcast.features import layers
     from kernelcast.graphs.compiled import predict_codes
     from kernelcast.graphs.inductor import inductor_code
-    from kernelcast.graphs.predict import predict_module
+    from kernelcast.graphs.predict import predict_module, zero_row_shares
 
     models, out = {}, []
     frame = _tasks("layers") if frame is None else frame
@@ -85,7 +85,8 @@ def layer_rows(frame: pd.DataFrame | None = None) -> list[dict]:
         fn, tensors = layers.functional_layer(call)
         t0 = time.time()
         try:
-            comp = predict_codes(inductor_code(fn, tuple(tensors), gpu=GPU), GPU)
+            shares = zero_row_shares(call.fn, call.args, call.kwargs, GPU)
+            comp = predict_codes(inductor_code(fn, tuple(tensors), gpu=GPU), GPU, zero_rows=shares)
         except Exception as exc:  # noqa: BLE001 - recorded per layer
             call.after()
             out.append(

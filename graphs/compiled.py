@@ -28,7 +28,16 @@ from kernelcast.features.ops.fused import describe
 from kernelcast.graphs import host
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import EFFICIENT_NOTE, lower
-from kernelcast.graphs.predict import KERNEL_COLUMNS, L2_WRITEBACK, WorkloadPrediction, in_sequence, workload_totals
+from kernelcast.graphs.predict import (
+    KERNEL_COLUMNS,
+    L2_WRITEBACK,
+    ZERO_ROWS_NOTE,
+    WorkloadPrediction,
+    gemm_shape,
+    in_sequence,
+    workload_totals,
+    zero_operands,
+)
 from kernelcast.predictors.dispatch import predict_many
 
 _STRINGS = re.compile(r"'''.*?'''", re.S)
@@ -300,9 +309,14 @@ def _sdpa(fn: str, op: str, args, kwargs, gpu: str, region) -> Launch:
 
 
 def predict_codes(
-    codes: list[str], gpu: str, cuda_graph: bool = False, host_probe_us: float | None = None
+    codes: list[str],
+    gpu: str,
+    cuda_graph: bool = False,
+    host_probe_us: float | None = None,
+    zero_rows: dict[tuple, float] | None = None,
 ) -> WorkloadPrediction:
-    """The compiled call's prediction from Inductor's output codes (one per compiled graph, run in order)."""
+    """The compiled call's prediction from Inductor's output codes (one per compiled graph, run in order).
+    ``zero_rows``: the eager call's zero-row share of each GEMM's A by shape (``graphs.predict.zero_row_shares``)."""
     gpu = get_gpu(gpu).name
     rows = []
     for code in codes:
@@ -336,6 +350,13 @@ def predict_codes(
             "min(bytes, L2) at HBM bandwidth, not compute-bound ones); fused kernels' labels were measured inside "
             "compiled calls (in sequence) and are used as predicted"
         )
+        shares = zero_rows or {}
+        part["zero_rows"] = [
+            shares.get(gemm_shape(k), 0.0) if f == "gemm" else 0.0 for k, f in zip(part["desc"], part["family"])
+        ]
+        if zero_operands(part):
+            table.loc[extern, ["latency_us", "low_us", "high_us"]] = part[["latency_us", "low_us", "high_us"]]
+            notes.append(ZERO_ROWS_NOTE)
     table.loc[~mapped, "model"] = "unmapped"
     return _compose(table, gpu, cuda_graph, notes, host_probe_us)
 

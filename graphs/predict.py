@@ -153,11 +153,7 @@ def kernel_table(
             "alone"
         )
         if zero_operands(table):
-            notes.append(
-                "GEMMs whose A the call fills mostly with zero rows (Llama 4's router-scaled expert inputs): a "
-                "compute-bound one's time scaled by the share (0.88x at half the rows, 0.81x at 127 of 128: graphs/"
-                "zeros.py, measured on an H100), the power a zero operand does not draw leaving the clock higher"
-            )
+            notes.append(ZERO_ROWS_NOTE)
     table.loc[~mapped, "model"] = "unmapped"
     return table, fams, tuple(notes)
 
@@ -185,6 +181,48 @@ def in_sequence(table: pd.DataFrame, gpu: str, factor: float | None = None) -> N
     table["latency_us"] = new
     for c in ("low_us", "high_us"):
         table[c] = table[c].astype(float) * ratio
+
+
+#: the assumption a prediction states when ``zero_operands`` scaled a GEMM
+ZERO_ROWS_NOTE = (
+    "GEMMs whose A the call fills mostly with zero rows (Llama 4's router-scaled expert inputs): a compute-bound one's "
+    "time scaled by the share (0.88x at half the rows, 0.81x at 127 of 128: graphs/zeros.py, measured on an H100), "
+    "the power a zero operand does not draw leaving the clock higher"
+)
+
+
+def gemm_shape(key: str) -> tuple:
+    """A GEMM description's (dtype, batch, m, n, k): what the eager and the compiled lowering of one GEMM share."""
+    import json
+
+    d = json.loads(key)
+    return (d.get("dtype"), d.get("batch", 1), d.get("m"), d.get("n"), d.get("k"))
+
+
+def _own_cache(x):
+    """A Hugging Face KV cache copied down to its layers (a layer call then appends to the copy's, and the caller's
+    cache keeps its length); anything else as is."""
+    import copy
+
+    if not isinstance(getattr(x, "layers", None), list):
+        return x
+    out = copy.copy(x)
+    out.layers = [copy.copy(layer) for layer in x.layers]
+    return out
+
+
+def zero_row_shares(fn: Callable, args: tuple, kwargs: Mapping[str, Any] | None, gpu: str) -> dict[tuple, float]:
+    """The zero-row share of each GEMM's A in the eager call (``graphs.zeros``), by ``gemm_shape``. A compiled call
+    keeps Llama 4's expert bmms as extern kernels of the same shapes; the fused kernels that feed them compute the
+    same zeros, which the output code does not show."""
+    args = tuple(map(_own_cache, args if isinstance(args, tuple) else (args,)))
+    kwargs = {k: _own_cache(v) for k, v in (kwargs or {}).items()}
+    table, _, _ = kernel_descs(capture(fn, args, kwargs), gpu)
+    hit = table[(table["family"] == "gemm") & (table["zero_rows"] > 0)]
+    out: dict[tuple, float] = {}
+    for key, share in zip(hit["desc"], hit["zero_rows"]):
+        out[gemm_shape(key)] = max(out.get(gemm_shape(key), 0.0), float(share))
+    return out
 
 
 def zero_operands(table: pd.DataFrame) -> bool:
@@ -305,7 +343,7 @@ def predict_module(
         from kernelcast.graphs.inductor import inductor_code
 
         codes = inductor_code(fn_or_module, args, dict(kwargs or {}), gpu=gpu, options=dict(options or {}))
-        return predict_codes(codes, gpu, cuda_graph, host_probe_us)
+        return predict_codes(codes, gpu, cuda_graph, host_probe_us, zero_row_shares(fn_or_module, args, kwargs, gpu))
     routing = check_routing(routing)
     cap = capture(fn_or_module, args, dict(kwargs or {}))
     return predict_capture(cap, gpu, cuda_graph, mode, routing, host_probe_us)

@@ -140,7 +140,8 @@ class UnseenGpuModel:
             return (
                 "this GPU is not in the training data for this backend/dtype: the learned answer on a measured GPU of "
                 "its architecture, its SM-side time scaled by SMs x clock, its bytes at this GPU's HBM bandwidth; on "
-                f"{', '.join(f['gpu'] for f in folds)}, measured and never trained on, MAPE {p['learned_mape']:.1%} "
+                f"{', '.join(f['gpu'] for f in folds)}, measured and held out of the model that gave this figure, MAPE "
+                f"{p['learned_mape']:.1%} "
                 f"(analytical {p['analytical_mape']:.1%}; {', '.join(self.moved['dtypes'])} rows); 80% interval from "
                 f"those rows' residuals (cross-fitted coverage {p.get('coverage', float('nan')):.0%}); "
                 + self.model.assumptions(op)

@@ -77,3 +77,31 @@ def test_a_compute_bound_gemm_of_zero_rows_is_predicted_faster_by_the_measured_r
 def test_kernel_descs_mark_only_gemms():
     table, _, _ = kernel_descs(capture(lambda *a: _experts(*a, top_k=1), _args()), "H200")
     assert set(table.loc[table["zero_rows"] > 0, "family"]) == {"gemm"}
+
+
+def test_a_compiled_call_scales_its_extern_gemms_by_the_eager_calls_zero_rows():
+    pytest.importorskip("triton")
+    from kernelcast.graphs.predict import predict_module
+
+    args = _args(experts=16, tokens=2048, hidden=4096, ffn=4096)
+    p = predict_module(lambda *a: _experts(*a, top_k=1), args, gpu="H200", mode="compile")
+    k = p.kernels
+    bmm = k[(k["family"] == "gemm") & k["aten_op"].str.contains("bmm")]
+    assert len(bmm) == 2 and (bmm["bound"] == "compute").all()
+    ratio = (bmm["latency_us"] / bmm["label_us"]).to_numpy()
+    assert ratio == pytest.approx([zero_operand_factor(15 / 16)] * 2, rel=1e-3)
+    router = k[(k["family"] == "gemm") & ~k["aten_op"].str.contains("bmm")]
+    assert len(router) and (router["latency_us"] / router["label_us"]).to_numpy() != pytest.approx(ratio[:1])
+    assert any("zero rows" in n for n in p.assumptions)
+
+
+def test_the_zero_row_capture_leaves_the_callers_kv_cache_as_it_was():
+    transformers = pytest.importorskip("transformers")
+    from kernelcast.graphs.predict import _own_cache
+
+    cache = transformers.DynamicCache()
+    cache.update(_meta(1, 2, 5, 8), _meta(1, 2, 5, 8), 0)
+    mine = _own_cache(cache)
+    mine.update(_meta(1, 2, 3, 8), _meta(1, 2, 3, 8), 0)
+    assert (cache.get_seq_length(), mine.get_seq_length()) == (5, 8)
+    assert _own_cache(args := _meta(2)) is args

@@ -204,11 +204,11 @@ def efficient_launch(cols, b, hq, sq, d, causal, pairs) -> tuple[LibraryLaunch, 
     return launch, buffer_bytes
 
 
-#: the head_dim a library kernel is built for, up to which a call's own is padded (the last size in its kernel's name):
-#: cuDNN's sm90 kernels come in multiples of 64 and its one-query sm80 kernels at 64, 128 and 256 (our H100 rows: head_dim
-#: 72 runs ``…_wgmma_f16_knob_7_64x128x128``, 160 ``…_64x128x192``, one-query 160 and 192 ``…_16x128x256``);
-#: FlashAttention-2 rounds up to its ``FLASH_TILES`` sizes; the memory-efficient kernel to 64 and 128 (past 128 it
-#: steps over head_dim itself: taken as is); kernelcast's Triton kernel takes head_dim as it is
+#: the head_dim a library kernel is built for, up to which a call's own is padded (the last size in its kernel's
+#: name): cuDNN's sm90 kernels come in multiples of 64 and its one-query sm80 kernels at 64, 128 and 256 (our H100
+#: rows: head_dim 72 runs ``…_wgmma_f16_knob_7_64x128x128``, 160 ``…_64x128x192``, one-query 160 and 192
+#: ``…_16x128x256``); FlashAttention-2 rounds up to its ``FLASH_TILES`` sizes; the memory-efficient kernel to 64 and
+#: 128 (past 128 it steps over head_dim itself: taken as is); kernelcast's Triton kernel takes head_dim as it is
 CUDNN_DECODE_HEAD_DIMS = (64.0, 128.0, 256.0)
 
 
