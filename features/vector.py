@@ -26,7 +26,9 @@ BASE_FEATURE_VERSION = "5"
 #: attention 9: Triton's registers and spilled bytes as compiled for the GPU's architecture (features/compiled/), the
 #: estimate where no table holds the config
 #: attention 10: an explicit mask's bytes (read per head) beside Q, K, V and O
-FEATURE_VERSIONS = {"gemm": "7", "attention": "11", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "7"}
+#: attention 12: the head_dim a library kernel computes at (``kernel_head_dim``), which its tiles, K/V steps and shared
+#: memory are counted at
+FEATURE_VERSIONS = {"gemm": "7", "attention": "12", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "7"}
 
 
 def feature_version(op: str) -> str:
