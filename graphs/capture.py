@@ -7,6 +7,7 @@ while on meta tensors torch would decompose it into the math path's matmuls and 
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -166,3 +167,13 @@ def capture(fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Captu
             "(data-dependent ops such as nonzero or .item() cannot be predicted without running them)"
         ) from exc
     return cap
+
+
+def own_cache(x):
+    """A Hugging Face KV cache copied down to its layers (a layer call then updates the copy's, and the caller's cache
+    keeps its length and tensors); anything else as is."""
+    if not isinstance(getattr(x, "layers", None), list):
+        return x
+    out = copy.copy(x)
+    out.layers = [copy.copy(layer) for layer in x.layers]
+    return out

@@ -8,14 +8,13 @@ such as ``max_autotune`` that time candidates cannot work here).
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import re
 from collections.abc import Callable
 
 from kernelcast.features.gpu import GpuSpec, get_gpu
 from kernelcast.features.inductor import compile_code, functional
-from kernelcast.graphs.capture import CaptureError, runs_math_sdpa, sdpa_head_dim
+from kernelcast.graphs.capture import CaptureError, own_cache, runs_math_sdpa, sdpa_head_dim
 from kernelcast.graphs.fake_cuda import fake_cuda
 from kernelcast.graphs.lower import attention_backend
 
@@ -112,8 +111,7 @@ def _fake(x):
     if isinstance(x, torch.Tensor):
         return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cuda")
     if isinstance(getattr(x, "layers", None), list):
-        out = copy.copy(x)
-        out.layers = [copy.copy(layer) for layer in x.layers]
+        out = own_cache(x)
         for layer in out.layers:
             for name in ("keys", "values"):
                 if isinstance(getattr(layer, name, None), torch.Tensor):

@@ -19,7 +19,7 @@ from kernelcast.features.desc import parse_desc
 from kernelcast.features.gpu import get_gpu
 from kernelcast.features.ops import get_op
 from kernelcast.graphs import host
-from kernelcast.graphs.capture import Capture, capture
+from kernelcast.graphs.capture import Capture, capture, own_cache
 from kernelcast.graphs.l2 import L2Reads
 from kernelcast.graphs.lower import check_routing, lower, tensor_args
 from kernelcast.graphs.zeros import ZeroRows, zero_operand_factor
@@ -199,24 +199,12 @@ def gemm_shape(key: str) -> tuple:
     return (d.get("dtype"), d.get("batch", 1), d.get("m"), d.get("n"), d.get("k"))
 
 
-def _own_cache(x):
-    """A Hugging Face KV cache copied down to its layers (a layer call then appends to the copy's, and the caller's
-    cache keeps its length); anything else as is."""
-    import copy
-
-    if not isinstance(getattr(x, "layers", None), list):
-        return x
-    out = copy.copy(x)
-    out.layers = [copy.copy(layer) for layer in x.layers]
-    return out
-
-
 def zero_row_shares(fn: Callable, args: tuple, kwargs: Mapping[str, Any] | None, gpu: str) -> dict[tuple, float]:
     """The zero-row share of each GEMM's A in the eager call (``graphs.zeros``), by ``gemm_shape``. A compiled call
     keeps Llama 4's expert bmms as extern kernels of the same shapes; the fused kernels that feed them compute the
     same zeros, which the output code does not show."""
-    args = tuple(map(_own_cache, args if isinstance(args, tuple) else (args,)))
-    kwargs = {k: _own_cache(v) for k, v in (kwargs or {}).items()}
+    args = tuple(map(own_cache, args if isinstance(args, tuple) else (args,)))
+    kwargs = {k: own_cache(v) for k, v in (kwargs or {}).items()}
     table, _, _ = kernel_descs(capture(fn, args, kwargs), gpu)
     hit = table[(table["family"] == "gemm") & (table["zero_rows"] > 0)]
     out: dict[tuple, float] = {}

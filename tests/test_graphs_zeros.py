@@ -97,11 +97,11 @@ def test_a_compiled_call_scales_its_extern_gemms_by_the_eager_calls_zero_rows():
 
 def test_the_zero_row_capture_leaves_the_callers_kv_cache_as_it_was():
     transformers = pytest.importorskip("transformers")
-    from kernelcast.graphs.predict import _own_cache
+    from kernelcast.graphs.capture import own_cache
 
     cache = transformers.DynamicCache()
     cache.update(_meta(1, 2, 5, 8), _meta(1, 2, 5, 8), 0)
-    mine = _own_cache(cache)
+    mine = own_cache(cache)
     mine.update(_meta(1, 2, 3, 8), _meta(1, 2, 3, 8), 0)
     assert (cache.get_seq_length(), mine.get_seq_length()) == (5, 8)
-    assert _own_cache(args := _meta(2)) is args
+    assert own_cache(args := _meta(2)) is args
