@@ -208,8 +208,8 @@ def zero_row_shares(fn: Callable, args: tuple, kwargs: Mapping[str, Any] | None,
     table, _, _ = kernel_descs(capture(fn, args, kwargs), gpu)
     hit = table[(table["family"] == "gemm") & (table["zero_rows"] > 0)]
     out: dict[tuple, float] = {}
-    for key, share in zip(hit["desc"], hit["zero_rows"]):
-        out[gemm_shape(key)] = max(out.get(gemm_shape(key), 0.0), float(share))
+    for shape, share in zip(map(gemm_shape, hit["desc"]), hit["zero_rows"]):
+        out[shape] = max(out.get(shape, 0.0), float(share))
     return out
 
 

@@ -82,11 +82,17 @@ SPLIT_BLOCK_M = 64
 SPLIT_CTAS_PER_SM, MAX_SPLITS = 2, 128
 
 
+def _round_up(d: np.ndarray, sizes) -> np.ndarray:
+    """``d`` rounded up to the smallest of ``sizes`` (ascending) that holds it; past the largest, the largest."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    return sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
+
+
 def flash_tiles(d: np.ndarray, causal: np.ndarray, shared_per_sm: np.ndarray) -> np.ndarray:
     """(block_m, block_n, warps) of FlashAttention-2's standard forward kernel per row, from head_dim rounded up to
     its kernels' sizes, the mask and the GPU's shared memory per SM (which tells sm86/sm89 apart)."""
     sizes = np.array(sorted(FLASH_TILES), dtype=np.float64)
-    rounded = sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
+    rounded = _round_up(d, sizes)
     out = np.array([FLASH_TILES[int(r)] for r in sizes], dtype=np.float64)[np.searchsorted(sizes, rounded)]
     sm8x = shared_per_sm < SM8X_SHARED_PER_SM
     for (size, masked), tile in FLASH_TILES_SM8X.items():
@@ -214,10 +220,8 @@ CUDNN_DECODE_HEAD_DIMS = (64.0, 128.0, 256.0)
 
 def kernel_head_dim(backend: np.ndarray, d: np.ndarray, sq: np.ndarray) -> np.ndarray:
     """The head_dim each row's kernel computes at (``CUDNN_DECODE_HEAD_DIMS``, ``FLASH_TILES``)."""
-    sizes = np.array(sorted(FLASH_TILES), dtype=np.float64)
-    flash = sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
-    decode = np.array(CUDNN_DECODE_HEAD_DIMS)[np.minimum(np.searchsorted(CUDNN_DECODE_HEAD_DIMS, d), 2)]
-    cudnn = np.where(sq == 1, decode, np.ceil(d / 64.0) * 64.0)
+    flash = _round_up(d, sorted(FLASH_TILES))
+    cudnn = np.where(sq == 1, _round_up(d, CUDNN_DECODE_HEAD_DIMS), np.ceil(d / 64.0) * 64.0)
     efficient = np.where(d <= 64, 64.0, np.where(d <= 128, 128.0, d))
     out = np.where(backend == "flash", np.maximum(flash, d), d)
     out = np.where(backend == "cudnn", np.maximum(cudnn, d), out)
