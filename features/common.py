@@ -30,6 +30,13 @@ GPU_COLUMNS = (
 _DTYPE_TABLES = {"bytes": DTYPE_BYTES, "peak": DTYPE_PEAK}
 
 
+def pow2_dividing(v: np.ndarray) -> np.ndarray:
+    """log2 of the largest power of two dividing each (integer) value: how a size sits against vector widths."""
+    xp = num.of(v)
+    iv = xp.ints(v)
+    return xp.log2(iv & -iv)
+
+
 def _unique(values) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(values, dtype=object)
     if arr.ndim == 0:

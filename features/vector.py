@@ -28,7 +28,9 @@ BASE_FEATURE_VERSION = "5"
 #: attention 10: an explicit mask's bytes (read per head) beside Q, K, V and O
 #: attention 12: the head_dim a library kernel computes at (``kernel_head_dim``), which its tiles, K/V steps and shared
 #: memory are counted at
-FEATURE_VERSIONS = {"gemm": "7", "attention": "12", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "7"}
+#: attention 13: the memory-efficient kernel's head_dim past 128 rounded to its 128-wide blocks; the byte alignment of
+#: the mask rows cuDNN reads (``mask_row_align``)
+FEATURE_VERSIONS = {"gemm": "7", "attention": "13", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "7"}
 
 
 def feature_version(op: str) -> str:

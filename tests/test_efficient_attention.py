@@ -11,7 +11,13 @@ import pytest
 from kernelcast import predict_latency
 from kernelcast.collect.workloads import get_backend
 from kernelcast.features.desc import parse_desc
-from kernelcast.features.ops.attention import COMPUTE_EFFICIENCY, EFFICIENT_TILES, attended_pairs, efficient_launch
+from kernelcast.features.ops.attention import (
+    COMPUTE_EFFICIENCY,
+    EFFICIENT_TILES,
+    attended_pairs,
+    efficient_launch,
+    kernel_head_dim,
+)
 from kernelcast.features.vector import categories, feature_columns
 from kernelcast.graphs.lower import EFFICIENT_NOTE, attention_backend
 from kernelcast.graphs.trace import _ncu_family
@@ -74,6 +80,10 @@ def test_tiles_and_output_buffer_follow_the_kernels_head_dim_variants():
     assert buffer[0] == 2 * 4 * 32 * (1500 * 1500 / 128 + 1500) * 512
     _, small = efficient_launch(cols, b, hq, sq, np.array([128.0]), causal, pairs)
     assert small[0] == 0
+    # the head_dim it computes at: 64, 128, then whole blocks of its 128 keys (RESULTS §42)
+    d = np.array([40.0, 96.0, 129.0, 160.0, 256.0, 288.0, 512.0])
+    padded = kernel_head_dim(np.array(["efficient"] * len(d), dtype=object), d, np.ones(len(d)))
+    assert padded.tolist() == [64.0, 128.0, 256.0, 256.0, 256.0, 384.0, 512.0]
     # slower than the fused kernels at the same shape: 0.17 of peak (the best H200 row) vs 0.55, plus its buffer
     assert COMPUTE_EFFICIENCY["efficient"] < COMPUTE_EFFICIENCY["flash"]
     fused = predict_latency(desc(backend="cudnn", head_dim=256), predictor="analytical")

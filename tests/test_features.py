@@ -113,6 +113,7 @@ PINNED = {
         "log_seq_kv",
         "head_dim",
         "kernel_head_dim",
+        "mask_row_align",
         "causal",
         "mask_bytes_share",
         "elem_bytes",
@@ -189,7 +190,7 @@ def test_feature_names_and_order_are_pinned(op):
     # a column whose meaning changes under the same names means bumping the op's FEATURE_VERSIONS entry.
     assert feature_version(op) == {
         "gemm": "7",
-        "attention": "12",
+        "attention": "13",
         "moe": "6",
         "reduction": "7",
         "elementwise": "6",

@@ -95,3 +95,31 @@ def test_the_collector_passes_the_window_mask_models_pass_and_checks_against_it(
     got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
     assert torch.allclose(got.double(), _reference(q, k, v, False, bias)(), atol=1e-5)
     assert not torch.allclose(got.double(), _reference(q, k, v, False)(), atol=1e-3)
+
+
+def test_mask_rows_cudnn_reads_unpadded_are_aligned_by_seq_kv():
+    # cuDNN reads SDPA's 2-byte mask as given; PyTorch pads it to 8 elements a row for the memory-efficient kernel
+    rows = [_desc(gpu="h200_sxm", mask=True, seq_kv=s) for s in (1023, 1022, 1020, 1024, 1032)]
+    rows += [_desc(gpu="h200_sxm", mask=True, seq_kv=1023, backend="efficient"), _desc(gpu="h200_sxm", seq_kv=1023)]
+    f = build_features(pd.DataFrame(rows), "attention")
+    assert f["mask_row_align"].tolist() == [1.0, 2.0, 3.0, 4.0, 4.0, 4.0, 4.0]  # log2 bytes: 2, 4, 8, 16 B
+
+
+MASKED_TRAIN = Path(__file__).resolve().parent.parent / "datasets/attention"
+
+
+def test_measured_cudnn_steps_over_an_odd_length_mask_are_slower_and_predicted_so():
+    """On the committed masked cuDNN rows (prefill kernel, head_dim 128, ≥ 2 full waves) a K/V step over mask rows of an
+    odd seq_kv takes ≥ 1.3× the time of an even one, on both GPUs; the model answers an odd seq_kv slower too."""
+    for gpu in ("h100_sxm", "h200_sxm"):
+        rows = pd.concat([pd.read_parquet(p) for p in sorted(MASKED_TRAIN.glob(f"kernelcast_{gpu}_*masked*.parquet"))])
+        rows = rows[(rows["backend"] == "cudnn") & (rows["status"] == "ok") & (rows["seq_q"] > 1)]
+        rows = rows[(rows["head_dim"] > 64) & (rows["head_dim"] <= 128)]
+        tiles = (rows["seq_q"] // -64 * -1) * rows["batch"] * rows["heads_q"]
+        waves = tiles // -132 * -1
+        rows = rows.assign(step_ns=rows["latency_us"] * 1e3 / (waves * (rows["seq_kv"] // -128 * -1)))[waves >= 2]
+        odd = rows["seq_kv"] % 2 == 1
+        assert odd.sum() >= 30 and (~odd).sum() >= 30
+        assert rows["step_ns"][odd].median() >= 1.3 * rows["step_ns"][~odd].median()
+    odd_call, even_call = (predict_latency(_desc(mask=True, seq_q=s, seq_kv=s)).latency_us for s in (2047, 2048))
+    assert odd_call > 1.3 * even_call

@@ -16,6 +16,7 @@ from kernelcast.features.common import (
     lookup,
     peak_per_row,
     per_backend,
+    pow2_dividing,
     resident_ctas,
     roofline_assumptions,
     roofline_floors,
@@ -214,7 +215,10 @@ def efficient_launch(cols, b, hq, sq, d, causal, pairs) -> tuple[LibraryLaunch, 
 #: name): cuDNN's sm90 kernels come in multiples of 64 and its one-query sm80 kernels at 64, 128 and 256 (our H100
 #: rows: head_dim 72 runs ``…_wgmma_f16_knob_7_64x128x128``, 160 ``…_64x128x192``, one-query 160 and 192
 #: ``…_16x128x256``); FlashAttention-2 rounds up to its ``FLASH_TILES`` sizes; the memory-efficient kernel to 64 and
-#: 128 (past 128 it steps over head_dim itself: taken as is); kernelcast's Triton kernel takes head_dim as it is
+#: 128, and past 128 to a multiple of 128 (its 32×128 kernel steps over the output's head_dim in blocks of its 128 keys:
+#: CUTLASS example 41, ``kernel_forward.h``; with head_dim 192 and 320 each held out of the training rows in turn, this
+#: rule missed them by 5.6 / 5.4% median against 6.5 / 10.1% taking head_dim as is, benchmarks/RESULTS.md §42);
+#: kernelcast's Triton kernel takes head_dim as it is
 CUDNN_DECODE_HEAD_DIMS = (64.0, 128.0, 256.0)
 
 
@@ -222,10 +226,19 @@ def kernel_head_dim(backend: np.ndarray, d: np.ndarray, sq: np.ndarray) -> np.nd
     """The head_dim each row's kernel computes at (``CUDNN_DECODE_HEAD_DIMS``, ``FLASH_TILES``)."""
     flash = _round_up(d, sorted(FLASH_TILES))
     cudnn = np.where(sq == 1, _round_up(d, CUDNN_DECODE_HEAD_DIMS), np.ceil(d / 64.0) * 64.0)
-    efficient = np.where(d <= 64, 64.0, np.where(d <= 128, 128.0, d))
+    efficient = np.where(d <= 64, 64.0, np.ceil(d / 128.0) * 128.0)
     out = np.where(backend == "flash", np.maximum(flash, d), d)
     out = np.where(backend == "cudnn", np.maximum(cudnn, d), out)
     return np.where(backend == "efficient", efficient, out)
+
+
+def mask_row_align(backend: np.ndarray, mask: np.ndarray, skv: np.ndarray) -> np.ndarray:
+    """log2 of the byte alignment (up to 16 B) of the rows of the mask a kernel reads: cuDNN reads SDPA's 2-byte
+    additive mask as given, seq_kv elements a row; PyTorch pads it to a multiple of 8 elements for the memory-efficient
+    kernel (``preprocess_mask``); 16 B where no mask is read. On our H100 and H200 cuDNN rows a K/V step with an odd
+    seq_kv took ~1.6× as long as with an even one (benchmarks/RESULTS.md §42)."""
+    unpadded = (backend == "cudnn") & (mask > 0)
+    return np.where(unpadded, np.minimum(pow2_dividing(skv) + 1.0, 4.0), 4.0)
 
 
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
@@ -236,6 +249,7 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     causal = np.asarray(cols["causal"], dtype=bool)
     mask = np.asarray(cols["mask"], dtype=np.float64) if "mask" in cols else np.zeros_like(b)
     mask_bytes = mask * b * hq * sq * skv * 2.0  # an explicit mask: read per head (broadcast over them)
+    backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
     elem = lookup(cols["dtype"], "bytes")
     pairs = attended_pairs(sq, skv, causal)
     flops = attention_flops(cols)
@@ -266,7 +280,8 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "log_seq_q": np.log2(sq),
         "log_seq_kv": np.log2(skv),
         "head_dim": d,
-        "kernel_head_dim": kernel_head_dim(np.atleast_1d(np.asarray(cols["backend"], dtype=object)), d, sq),
+        "kernel_head_dim": kernel_head_dim(backend, d, sq),
+        "mask_row_align": mask_row_align(backend, mask, skv),
         "causal": causal.astype(np.float64),
         "mask_bytes_share": mask_bytes / (nbytes + mask_bytes),
         "elem_bytes": elem,

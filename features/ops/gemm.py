@@ -16,6 +16,7 @@ from kernelcast.features.common import (
     lookup,
     peak_per_row,
     per_backend,
+    pow2_dividing,
     resident_ctas,
     roofline_assumptions,
     roofline_floors,
@@ -127,16 +128,10 @@ def alignment_features(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> dict[str,
     out = {}
     for name, v in (("m", m), ("n", n), ("k", k)):
         iv = xp.ints(v)
-        out[f"{name}_align"] = xp.minimum(_pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
+        out[f"{name}_align"] = xp.minimum(pow2_dividing(v), 7.0)  # 2^j dividing it, up to 128
         out[f"{name}_mod128"] = (iv % 128) / 128
         out[f"{name}_mod64"] = (iv % 64) / 64
     return out
-
-
-def _pow2_dividing(v: np.ndarray) -> np.ndarray:
-    xp = num.of(v)
-    iv = xp.ints(v)
-    return xp.log2(iv & -iv)
 
 
 def leading_dim_alignment(
@@ -153,7 +148,7 @@ def leading_dim_alignment(
         nt = xp.full(m, True)
     else:
         nt = layout == "nt" if isinstance(layout, str) else np.asarray(layout, dtype=object) == "nt"
-    k_align, n_align = _pow2_dividing(k), _pow2_dividing(n)
+    k_align, n_align = pow2_dividing(k), pow2_dividing(n)
     lda = xp.minimum(k_align + in_b, 8.0)
     ldb = xp.minimum(xp.where(nt, k_align, n_align) + in_b, 8.0)
     ldc = xp.minimum(n_align + out_b, 8.0)
