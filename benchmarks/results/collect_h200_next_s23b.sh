@@ -12,7 +12,8 @@
 # 1.12-1.61x): its independent test set (copy_expand_test, 221 shapes of real layers' geometry) in its own pass, then
 # the training pass (copy_expand, 537); merge, list, `kernelcast train --op copy`. First (added by the twenty-fourth
 # session), benchmarks/gpu_operand_values.py: do a GEMM's operand values (Llama 4's zero-filled expert batches) change
-# its time. Seven files back.
+# its time. Then (added by the twenty-sixth session) compute-bound cuBLAS GEMMs past m = 48k (gemm_cublas_bigm2, 275
+# entries): merge, list as train, `kernelcast train --op gemm`, read bigmtest. Eight files back.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
@@ -20,6 +21,7 @@ operand_values
 gpu_tests
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130
+measure bigm2 gemm_cublas_bigm2 1271 90
 measure expandtest copy_expand_test 1242 50
 measure expand copy_expand 1241 110
 finish
