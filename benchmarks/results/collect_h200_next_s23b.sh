@@ -13,11 +13,13 @@
 # the training pass (copy_expand, 537); merge, list, `kernelcast train --op copy`. First (added by the twenty-fourth
 # session), benchmarks/gpu_operand_values.py: do a GEMM's operand values (Llama 4's zero-filled expert batches) change
 # its time. Then (added by the twenty-sixth session) compute-bound cuBLAS GEMMs past m = 48k (gemm_cublas_bigm2, 275
-# entries): merge, list as train, `kernelcast train --op gemm`, read bigmtest. Eight files back.
+# entries): merge, list as train, `kernelcast train --op gemm`, read bigmtest; and after the operand values the
+# grouped-GEMM probe of RESULTS §42 (benchmarks/gpu_grouped_mm_probe.py, its table in logs.tar.gz). Eight files back.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
 operand_values
+grouped_mm_probe
 gpu_tests
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130

@@ -39,6 +39,14 @@ operand_values() {
   log "end operand values rc=$? $(grep -c . "$W/operand_values.log") lines"
   cat "$W/operand_values.log"
 }
+# benchmarks/gpu_grouped_mm_probe.py (GPT-OSS's compiled `_grouped_mm` against its eager one, RESULTS §42): its table
+# and JSON into grouped_mm_probe.log (logs.tar.gz with FINISH_LOGS=tar)
+grouped_mm_probe() {
+  log "start grouped_mm probe"
+  timeout 240 python3 benchmarks/gpu_grouped_mm_probe.py --out "$W" > "$W/grouped_mm_probe.log" 2>&1
+  log "end grouped_mm probe rc=$? $(tail -n 1 "$W/grouped_mm_probe.log")"
+  cat "$W/gpu_grouped_mm_probe.json" >> "$W/grouped_mm_probe.log" 2>/dev/null
+}
 # parts of collect/layer_job.py, eager layers of one model set among them: layerset <name> <set> <budget_s> [parts,
 # default layers]; its folder (layers.jsonl, and what the other parts write) goes back as <name>_layers.tar.gz, its
 # log into logs.tar.gz
