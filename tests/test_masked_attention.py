@@ -14,6 +14,8 @@ from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import EFFICIENT_NOTE, GROUPED_EFFICIENT_NOTE, MASK_NOTE, lower
 
 MASKS = Path(__file__).resolve().parent.parent / "datasets/layers/kernelcast_h200_sxm_20261205_sdpa_masks.jsonl"
+#: the attention rows of the card (train and test files alike: this reads measurements, it fits nothing)
+ATTENTION_ROWS = MASKS.parent.parent / "attention"
 SHAPE = {"batch": 2, "heads_q": 16, "heads_kv": 8, "seq_q": 1024, "seq_kv": 1024, "head_dim": 128}
 
 
@@ -105,18 +107,16 @@ def test_mask_rows_cudnn_reads_unpadded_are_aligned_by_seq_kv():
     assert f["mask_row_align"].tolist() == [1.0, 2.0, 3.0, 4.0, 4.0, 4.0, 4.0]  # log2 bytes: 2, 4, 8, 16 B
 
 
-MASKED_TRAIN = Path(__file__).resolve().parent.parent / "datasets/attention"
-
-
 def test_measured_cudnn_steps_over_an_odd_length_mask_are_slower_and_predicted_so():
     """On the committed masked cuDNN rows (prefill kernel, head_dim 128, ≥ 2 full waves) a K/V step over mask rows of an
     odd seq_kv takes ≥ 1.3× the time of an even one, on both GPUs; the model answers an odd seq_kv slower too."""
     for gpu in ("h100_sxm", "h200_sxm"):
-        rows = pd.concat([pd.read_parquet(p) for p in sorted(MASKED_TRAIN.glob(f"kernelcast_{gpu}_*masked*.parquet"))])
+        files = sorted(ATTENTION_ROWS.glob(f"kernelcast_{gpu}_*masked*.parquet"))
+        rows = pd.concat([pd.read_parquet(p) for p in files])
         rows = rows[(rows["backend"] == "cudnn") & (rows["status"] == "ok") & (rows["seq_q"] > 1)]
         rows = rows[(rows["head_dim"] > 64) & (rows["head_dim"] <= 128)]
         tiles = (rows["seq_q"] // -64 * -1) * rows["batch"] * rows["heads_q"]
-        waves = tiles // -132 * -1
+        waves = tiles // -132 * -1  # the H100 SXM and the H200 both have 132 SMs
         rows = rows.assign(step_ns=rows["latency_us"] * 1e3 / (waves * (rows["seq_kv"] // -128 * -1)))[waves >= 2]
         odd = rows["seq_kv"] % 2 == 1
         assert odd.sum() >= 30 and (~odd).sum() >= 30
