@@ -8,7 +8,8 @@
 # with role train, retrain copy, attention, moe, gemm. Before all of them (added by the twenty-sixth session, ~60 s):
 # benchmarks/gpu_grouped_mm_probe.py, why GPT-OSS's compiled `_grouped_mm` ran 7x its eager time (RESULTS §42; its
 # table in logs.tar.gz).
-#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s26.sh
+# Run by the twenty-seventh session as collect_h100_20261205_s27.sh (its call log beside it; LIMIT=450).
+#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_20261205_s27.sh
 FINISH_LOGS=tar
 NAME=kc_s26 source benchmarks/results/device_common.sh
 grouped_mm_probe
