@@ -13,6 +13,7 @@ Prints a table; writes JSON (default benchmarks/results/eval_regret_folds_<op>.j
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import time
@@ -83,7 +84,8 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     if any(not 0 <= f < FOLDS for f in folds):
         ap.error(f"--folds: indices 0..{FOLDS - 1}; got {args.folds!r}")
-    frame = load(RunConfig(op=args.op, sources=("kernelcast",), backend="triton", log_mlflow=False))
+    base = RunConfig(op=args.op, sources=("kernelcast",), backend="triton", log_mlflow=False)
+    frame = load(base)
     keys = shape_keys(frame, args.op)
     fold = shape_folds(keys, args.min_configs)
     print(
@@ -101,9 +103,7 @@ def main() -> None:
         test = fold == f
         answers = []
         for seed in seeds:
-            cfg = RunConfig(
-                op=args.op, sources=("kernelcast",), backend="triton", params={"random_state": seed}, log_mlflow=False
-            )
+            cfg = dataclasses.replace(base, params={"random_state": seed})
             _, rows, _, _ = fit_fold(cfg, frame, Split("shapes", str(f), ~test, test))
             answers.append(np.log(rows["learned"].to_numpy(dtype=np.float64)))
         judged.append(picks(frame, keys, np.flatnonzero(test), np.mean(answers, axis=0)).assign(fold=f))
