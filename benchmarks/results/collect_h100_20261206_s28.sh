@@ -4,7 +4,7 @@
 # out. More of both Triton sweeps, each a fresh draw (a rerun of a seed would measure the same head of its shuffled
 # plan again): Triton attention first (the H100's test set was still over the H200's there, RESULTS §43), then Triton
 # GEMM with what is left. Merge each, list with role train, retrain attention and gemm.
-#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s28.sh
+#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_20261206_s28.sh
 FINISH_LOGS=tar
 NAME=kc_s28 source benchmarks/results/device_common.sh
 measure tritonatt triton_attention_wide8 1267 250
