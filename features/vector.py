@@ -30,7 +30,7 @@ BASE_FEATURE_VERSION = "5"
 #: memory are counted at
 #: attention 13: the memory-efficient kernel's head_dim past 128 rounded to its 128-wide blocks; the byte alignment of
 #: the mask rows cuDNN reads (``mask_row_align``)
-FEATURE_VERSIONS = {"gemm": "7", "attention": "13", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "7"}
+FEATURE_VERSIONS = {"gemm": "7", "attention": "13", "moe": "6", "reduction": "7", "elementwise": "6", "copy": "8"}
 
 
 def feature_version(op: str) -> str:

@@ -185,6 +185,23 @@ def broadcast_expand(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     return math.prod(size for size, st in zip(shape, stride) if st == 0 and size > 1)
 
 
+def run_stride(shape: tuple[int, ...], stride: tuple[int, ...], run: int) -> int | None:
+    """Source elements between the starts of consecutive runs of ``run`` elements when a view of ``shape`` and
+    ``stride`` is copied into a contiguous tensor: the stride of the first dim past the run, innermost first (size-1
+    dims skipped). A stride-0 dim there repeats each run in a row, which a copy description holds as rows of one run
+    (its ``stride`` the distinct elements); None when the run does not end at a dim boundary."""
+    covered = 1
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size == 1:
+            continue
+        if covered == run:
+            return math.prod(n for n, s in zip(shape, stride) if s != 0) if st == 0 else abs(st)
+        covered *= size
+        if covered > run:
+            return None
+    return None
+
+
 def _norm_dims(dims: Any, ndim: int) -> list[int]:
     if dims is None or dims == [] or dims == ():
         return list(range(ndim))
@@ -545,6 +562,9 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
         expand = dst.numel // max(src.numel, 1) if name == "repeat" else broadcast_expand(src.shape, src.stride)
         if expand > 1 and dst.numel % (expand * desc["run"]) == 0:
             desc["expand"] = expand
+        step = run_stride(src.shape, src.stride, desc["run"]) if name != "repeat" and dst.contiguous else None
+        if step is not None and step >= desc["run"]:
+            desc["stride"] = step
         return Lowered(rec.name, (desc,))
     if name in ("index", "index_select", "embedding", "gather"):
         if name == "embedding":

@@ -194,7 +194,7 @@ def test_feature_names_and_order_are_pinned(op):
         "moe": "6",
         "reduction": "7",
         "elementwise": "6",
-        "copy": "7",
+        "copy": "8",
     }.get(op, "5")
     assert feature_names(op) == PINNED[op]
 

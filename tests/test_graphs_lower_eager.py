@@ -140,3 +140,19 @@ def test_a_gemm_operand_sliced_from_a_wider_tensor_is_described_at_its_rows_alig
     b = meta(4096, 66)
     [desc] = [d for d in lowered(lambda a, b: a @ b[:, :64], meta(512, 4096), b) if d["op"] == "gemm"]
     assert (desc["n"], desc["k"], desc["layout"]) == (66, 4096, "nn")
+
+
+def test_a_strided_copy_says_how_far_apart_its_runs_sit_in_the_source():
+    """A head split made contiguous ([tokens, heads, d] to [heads, tokens, d]) reads runs of d that sit heads·d apart;
+    a multi-query model's expanded transposed key (Falcon's [b, 1, s, d] key as [b, 71, d, s]) reads runs of one
+    element one head_dim apart, in rows of a whole context; repeat_kv's expand writes each head's run in a row, rows of
+    one run (its stride all the distinct elements)."""
+    x = meta(300, 16, 64)
+    (split,) = lowered(lambda x: x.transpose(0, 1).contiguous(), x)
+    assert (split["run"], split["stride"]) == (64, 16 * 64)
+    k = meta(2, 1, 500, 64, dtype=torch.float32)
+    (falcon,) = lowered(lambda k: k.transpose(-1, -2).expand(2, 71, 64, 500).contiguous(), k)
+    assert (falcon["run"], falcon["expand"], falcon["stride"]) == (1, 71, 64)
+    kv = meta(2, 4, 100, 128)
+    (rep,) = lowered(lambda kv: kv[:, :, None].expand(2, 4, 3, 100, 128).reshape(2, 12, 100, 128), kv)
+    assert (rep["run"], rep["expand"], rep["stride"]) == (100 * 128, 3, 2 * 4 * 100 * 128)

@@ -220,6 +220,8 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
         "copy_cat_wide",
         "copy_expand",
         "copy_expand_test",
+        "copy_stride",
+        "copy_stride_test",
         "elementwise_wide",
         "elementwise_strided",
         "elementwise_strided_test",
@@ -263,3 +265,34 @@ def test_an_expand_copy_writes_each_distinct_block_expand_times_in_a_row():
         assert torch.equal(out, out[:, :1].expand_as(out))  # each block repeated in a row
         assert len(out[:, 0].unique()) == elements // expand  # every distinct element once per repeat
         assert backend.supports(d) is None and backend.small(d).expand == min(expand, 3)
+
+
+def test_a_strided_copy_reads_its_runs_stride_apart_in_rows_of_distinct_over_stride():
+    """The collector's source for a copy with ``stride``: consecutive runs of the output start ``stride`` source
+    elements apart, and after ``distinct / stride`` runs (one row) the next row starts one run further on. Left unset,
+    ``stride`` is the layout every earlier sweep measured: [a, b, run] transposed with a the largest divisor of the
+    runs not above their square root."""
+    import torch
+
+    from kernelcast.collect.workloads.copy import repeated_source, transposed_source
+    from kernelcast.features.desc import parse_desc
+
+    backend = WORKLOADS["copy"]["torch"]
+    for elements, run, stride, expand in ((64 * 300, 1, 64, 1), (16 * 40 * 8, 8, 16 * 8, 1), (64 * 30 * 4, 1, 64, 4)):
+        d = parse_desc(dict(op="copy", gpu="H200", dtype="fp32", backend="torch", fn="copy", elements=elements,
+                            run=run, stride=stride, expand=expand))  # fmt: skip
+        source = torch.arange(elements // expand, dtype=torch.float32)
+        make = lambda shape, s=source: s.reshape(shape)  # noqa: E731
+        view = repeated_source(d, make) if expand > 1 else transposed_source(d, make)
+        out = view.contiguous().reshape(-1, run)[:, 0]  # each run's first source offset, in output order
+        row = elements // expand // stride
+        first_row = out[:row]
+        assert torch.equal(first_row, torch.arange(row) * stride)
+        assert out[row * expand] == run  # the next row (past its repeats) starts one run on
+        assert backend.supports(d) is None
+        small = backend.small(d)
+        assert small.stride not in (small.run, small.elements // small.expand)  # the check stays a strided copy
+    old = parse_desc(dict(op="copy", gpu="H200", dtype="bf16", backend="torch", fn="copy", elements=6 * 10 * 4, run=4))
+    assert old.stride == 10 * 4  # 60 runs split 6 x 10: rows of 6, runs 10 apart
+    bad = dict(op="copy", gpu="H200", dtype="bf16", backend="torch", fn="copy", elements=6 * 10 * 4, run=4, stride=28)
+    assert "divide the distinct elements 240" in backend.supports(parse_desc(bad))

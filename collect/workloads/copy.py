@@ -13,7 +13,7 @@ import math
 
 from kernelcast.collect.workloads import register
 from kernelcast.collect.workloads.common import BackendBase, float_dtype, values
-from kernelcast.features.ops.copy import CopyDesc
+from kernelcast.features.ops.copy import CopyDesc, default_stride, split_runs
 
 
 def strided_pieces(desc: CopyDesc) -> tuple[tuple[int, ...], list[int], int]:
@@ -23,7 +23,7 @@ def strided_pieces(desc: CopyDesc) -> tuple[tuple[int, ...], list[int], int]:
     small = (desc.elements - desc.largest) // (n - 1) if n > 1 else desc.largest
     outer = math.gcd(desc.largest, small) // d
     seqs = [desc.largest // (outer * d)] + [small // (outer * d)] * (n - 1)
-    dims = (outer,) if desc.dims == 3 else _split(outer) if desc.dims == 4 else ()
+    dims = (outer,) if desc.dims == 3 else split_runs(outer) if desc.dims == 4 else ()
     return dims, seqs, 0 if n == 1 else 1
 
 
@@ -37,25 +37,44 @@ def strided_cat_inputs(desc: CopyDesc, make) -> list:
     return pieces
 
 
-def repeated_source(desc: CopyDesc, make):
-    """The view an ``expand`` copy makes contiguous, from ``make(shape)``: the distinct elements as a strided copy's
-    source (``[b, a, run]``, rows ``a`` apart, or one run) with a stride-0 dim of ``expand`` inserted after the
-    outermost one (``[b, expand, a, run]``): each block of ``a`` runs is written ``expand`` times in a row, as
-    repeat_kv writes each KV head's cache once per query head of its group. A prime count of runs gives ``a = 1``:
-    ``b`` contiguous runs, each repeated, which is repeat_kv's own layout when a run is one head's whole cache."""
+def transposed_source(desc: CopyDesc, make):
+    """The strided view a plain copy makes contiguous, from ``make(shape)``: ``[a, b, run]`` transposed to ``[b, a,
+    run]``, consecutive runs ``stride = b·run`` apart, rows of ``a`` runs (one run: the flat source)."""
     distinct = desc.elements // desc.expand
-    runs = distinct // desc.run
-    if runs == 1:
-        return make((1, desc.run))[:, None].expand(1, desc.expand, desc.run)
-    a, b = _split(runs)
-    src = make((a, b, desc.run)).transpose(0, 1)
-    return src[:, None].expand(b, desc.expand, a, desc.run)
+    if distinct == desc.run:
+        return make((1, 1, desc.run))
+    b = desc.stride // desc.run
+    return make((distinct // desc.stride, b, desc.run)).transpose(0, 1)
 
 
-def _split(runs: int) -> tuple[int, int]:
-    """runs = a·b with a the largest divisor not above sqrt(runs): the permuted view's two outer dims."""
-    a = max(d for d in range(1, int(runs**0.5) + 1) if runs % d == 0)
-    return a, runs // a
+def repeated_source(desc: CopyDesc, make):
+    """The view an ``expand`` copy makes contiguous, from ``make(shape)``: ``transposed_source`` with a stride-0 dim of
+    ``expand`` inserted after the outermost one (``[b, expand, a, run]``): each row of ``a`` runs is written ``expand``
+    times in a row, as repeat_kv writes each KV head's cache once per query head of its group. Rows of one run (``a =
+    1``) are repeat_kv's own layout when a run is one head's whole cache."""
+    src = transposed_source(desc, make)
+    return src[:, None].expand(src.shape[0], desc.expand, *src.shape[1:])
+
+
+def _layout_problem(desc: CopyDesc) -> str | None:
+    """Why ``transposed_source`` cannot build this copy's stride, or None."""
+    distinct = desc.elements // desc.expand
+    if distinct > desc.run and (desc.stride % desc.run or distinct % desc.stride):
+        return (
+            f"a strided copy is measured as a transposed [a, b, run] source: stride={desc.stride} must be a multiple "
+            f"of run={desc.run} and divide the distinct elements {distinct}"
+        )
+    return None
+
+
+def _small_stride(desc: CopyDesc, run: int, runs: int) -> int:
+    """The output check's stride at ``runs`` runs of ``run``: the same kind of layout as ``desc``'s (rows of one run,
+    one contiguous block, or rows of several runs); a cat, gather or scatter-add keeps the default."""
+    if desc.fn != "copy":
+        return default_stride(run * runs, run)
+    if desc.stride >= desc.elements // desc.expand:
+        return run * runs
+    return run if desc.stride == desc.run else run * 3
 
 
 class TorchCopy(BackendBase):
@@ -63,8 +82,10 @@ class TorchCopy(BackendBase):
 
     def supports(self, desc: CopyDesc, device=None) -> str | None:
         runs = desc.elements // desc.run // desc.expand
-        if desc.fn == "copy" and desc.expand == 1 and runs > 1 and _split(runs)[0] == 1:
-            return f"a strided copy needs (distinct) elements/run={runs} with a divisor in [2, sqrt]; it is prime"
+        if desc.fn == "copy" and (problem := _layout_problem(desc)):
+            return problem
+        if desc.fn == "copy" and desc.expand == 1 and runs > 1 and desc.stride in (desc.run, desc.elements):
+            return f"a copy with stride={desc.stride} (run {desc.run}, elements {desc.elements}) is contiguous to torch"
         if desc.fn == "cat" and not desc.contiguous:
             small = (desc.elements - desc.largest) // max(desc.inputs - 1, 1)
             if (
@@ -94,13 +115,16 @@ class TorchCopy(BackendBase):
     def small(desc: CopyDesc) -> CopyDesc:
         if not desc.contiguous:  # the same layout at 2 outer rows, pieces of 3 and 2 rows
             piece = 2 * 2 * desc.run
-            return dataclasses.replace(desc, elements=piece * (3 + 2 * (desc.inputs - 1)), largest=piece * 3)
+            elements = piece * (3 + 2 * (desc.inputs - 1))
+            return dataclasses.replace(
+                desc, elements=elements, largest=piece * 3, stride=default_stride(elements, desc.run)
+            )
         run = min(desc.run, 96)
         runs = 12 * desc.inputs
         expand = min(desc.expand, 3)
         return dataclasses.replace(
             desc, elements=run * runs * expand, run=run, table_rows=min(desc.table_rows, 50),
-            largest=run * runs * expand // desc.inputs, expand=expand,
+            largest=run * runs * expand // desc.inputs, expand=expand, stride=_small_stride(desc, run, runs),
         )  # fmt: skip
 
     def tolerance_dtype(self, small: CopyDesc) -> str:
@@ -114,12 +138,7 @@ class TorchCopy(BackendBase):
             view = repeated_source(desc, lambda shape: values(shape, desc.dtype, seed=1))
             return lambda: view.contiguous(), lambda: view.double().contiguous()
         if desc.fn == "copy":
-            a, b = _split(runs)
-            src = (
-                values((a, b, desc.run), desc.dtype, seed=1).transpose(0, 1)
-                if runs > 1
-                else values((desc.elements,), desc.dtype, seed=1)
-            )
+            src = transposed_source(desc, lambda shape: values(shape, desc.dtype, seed=1))
             return (lambda: src.contiguous()) if runs > 1 else (lambda: src.clone()), lambda: src.double().contiguous()
         if desc.fn == "cat" and not desc.contiguous:
             pieces = strided_cat_inputs(desc, lambda shape, seed: values(shape, desc.dtype, seed=seed))

@@ -9,6 +9,9 @@ per dimension of the ``dims``-rank tensors, one grid row per piece over a fixed 
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from kernelcast.features.common import (
@@ -37,6 +40,38 @@ def _default_largest(c) -> np.ndarray:
 
 def _default_table(c) -> np.ndarray:
     return np.asarray(c["elements"], dtype=np.int64) // np.asarray(c["run"], dtype=np.int64)
+
+
+def split_runs(runs: int) -> tuple[int, int]:
+    """runs = a·b with a the largest divisor not above sqrt(runs): the row length and row count of the layout a strided
+    copy's ``stride`` defaults to (every sweep before the field existed measured it)."""
+    a = math.isqrt(runs)
+    while runs % a:
+        a -= 1
+    return a, runs // a
+
+
+@functools.lru_cache(maxsize=65536)
+def default_stride(distinct: int, run: int) -> int:
+    """The stride of ``distinct`` elements in runs of ``run`` read as ``split_runs`` lays them out."""
+    runs = distinct // run
+    return run * (split_runs(runs)[1] if runs > 1 else 1)
+
+
+def _default_stride(c) -> np.ndarray:
+    """A source [a, b, run] read transposed: consecutive runs ``b·run`` apart (``split_runs`` of the distinct runs)."""
+    distinct = np.atleast_1d(np.asarray(c["elements"], dtype=np.int64)) // np.atleast_1d(_expand(c).astype(np.int64))
+    run = np.broadcast_to(np.asarray(c["run"], dtype=np.int64), distinct.shape)
+    return np.array([default_stride(int(d), int(r)) for d, r in zip(distinct, run)], dtype=np.int64)
+
+
+def row_runs(cols) -> np.ndarray:
+    """Runs a copy writes before its source comes back next to where it started: distinct elements over ``stride``
+    (at least 1). A transposed source's sectors are shared by neighbouring rows, so a row short enough for one block
+    finds them in L1, and a long one (a multi-query model's expanded key: rows of a whole context) goes to L2 for
+    every run."""
+    distinct = np.asarray(cols["elements"], dtype=np.float64) / _expand(cols)
+    return np.maximum(distinct / np.asarray(cols["stride"], dtype=np.float64), 1.0)
 
 
 def _expand(cols) -> np.ndarray:
@@ -71,6 +106,8 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
         **warm_features(cols, nbytes, gpu),
         "log_run": np.log2(run),
         "log_expand": np.log2(_expand(cols)),
+        "log_row_runs": np.log2(row_runs(cols)),
+        "log_stride_bytes": np.log2(np.asarray(cols["stride"], dtype=np.float64) * b),
         "log_run_bytes": np.log2(run * b),
         "log_runs": np.log2(e / run),
         "run_16b_aligned": ((run * b) % 16 == 0).astype(np.float64),
@@ -93,7 +130,8 @@ SPEC = register(
         doc="memory movement: copy (contiguous or strided), cat of `inputs` pieces, gather (index_select/embedding) "
         "and scatter_add (index_add_) of rows; `elements` moved in contiguous runs of `run` elements; a cat with a "
         "strided piece is contiguous=false, its tensors of rank `dims`, its `largest` piece's elements; a copy of a "
-        "source broadcast along a dim writes each distinct element `expand` times",
+        "source broadcast along a dim writes each distinct element `expand` times; a strided copy's consecutive runs "
+        "sit `stride` elements apart in its source",
         fields={
             "elements": IntField(1, MAX_ELEMENTS),
             "fn": ChoiceField(FNS),
@@ -106,6 +144,9 @@ SPEC = register(
             # a copy of a source that repeats along a stride-0 dim (transformers' repeat_kv, an expanded K or V made
             # contiguous): each distinct element written `expand` times in a row, in blocks of its source's runs
             "expand": IntField(1, 1 << 16, default=1),
+            # a strided copy: source elements between the starts of consecutive runs of its output (a transpose of
+            # [s, h, d] to [h, s, d]: h·d); unset, the layout every sweep before it measured (``_default_stride``)
+            "stride": IntField(1, MAX_ELEMENTS, default=_default_stride),
             "warm_bytes": WARM_BYTES,
         },
         dtypes=("fp32", "bf16", "fp16", "fp8_e4m3", "int64", "int32", "bool"),
@@ -132,6 +173,14 @@ SPEC = register(
                 lambda c: (
                     f"1 unless fn is 'copy' (fn={c['fn']!r}); then a divisor of elements/run="
                     f"{c['elements'] // c['run']} (the source's distinct elements move in whole runs)"
+                ),
+            ),
+            Rule(
+                "stride",
+                lambda c: ((c["fn"] == "copy") & (c["stride"] >= c["run"])) | (c["stride"] == _default_stride(c)),
+                lambda c: (
+                    f"at least run={c['run']} for a copy (runs do not overlap in the source), and unset unless fn is "
+                    f"'copy' (fn={c['fn']!r})"
                 ),
             ),
             Rule(
