@@ -16,13 +16,23 @@
 # entries): merge, list as train, `kernelcast train --op gemm`, read bigmtest; and after the operand values the
 # grouped-GEMM probe of RESULTS §42 (benchmarks/gpu_grouped_mm_probe.py, its table in logs.tar.gz). The expand-copy
 # passes were dropped by the twenty-eighth session: RESULTS §43 found expand rows without the source's run spacing
-# made Falcon worse, so they wait for that field.
+# made Falcon worse, so they wait for that field. The twenty-eighth session added that field (the copy family's
+# `stride`) and measured its sweeps on an H100 (collect_h100_20261206_s28b.sh); the H200's own run here, after the GPU
+# tests: the test set (copy_stride_test, list it role test) and six training draws of copy_stride in one folder
+# (stride.tar.gz: merge its s* folders together, role train), then `kernelcast train --op copy`.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
 operand_values
 grouped_mm_probe
 gpu_tests
+measure stridetest copy_stride_test 1291 45
+for s in 1290 1292 1293 1294 1295 1296; do
+  python3 -m kernelcast.collect.gpu_job --sweeps copy_stride --seed $s --out "$W/stride/s$s" --gpus 0 --budget-s 25 \
+    --chunk 100 --precompile-workers 4 --gpu-name H200 >> "$W/stride.log" 2>&1
+  log "stride seed $s rc=$? $(tail -n 1 "$W/stride.log")"
+done
+tar czf "$OUT/stride.tar.gz" -C "$W" stride stride.log
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130
 measure bigm2 gemm_cublas_bigm2 1271 90

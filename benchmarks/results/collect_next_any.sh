@@ -1,8 +1,8 @@
 #!/bin/bash
 # Whichever card a plain device call gets (written by the twenty-second session; the twenty-third's first call ran its
 # H200 branch as collect_h200_20261205_s23.sh, its second the H100 branch as collect_h100_20261205_s22h.sh): an H200
-# runs collect_h200_next_s23b.sh (GEMM time against operand values, then masked SDPA and m > 48k cuBLAS sweeps), an H100
-# collect_h100_next_s29.sh (more Triton GEMM and Triton attention training rows; earlier H100 calls ran
+# runs collect_h200_next_s23b.sh (GEMM time against operand values, then strided-copy, masked SDPA and m > 48k cuBLAS
+# sweeps), an H100 collect_h100_next_s29.sh (more Triton GEMM and Triton attention training rows; earlier H100 calls ran
 # collect_h100_20261205_s24*.sh, …_s25*.sh, …_s27.sh and collect_h100_20261206_s28.sh).
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_next_any.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in

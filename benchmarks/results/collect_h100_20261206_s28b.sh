@@ -6,7 +6,13 @@
 # layers' geometry), then the training pass (copy_stride: row length and stride drawn apart); then what the card's own
 # next script would start with: on an H200 the masked SDPA test and training passes, on an H100 more Triton GEMM rows.
 # Merge each, list copy_stride_test with role test and the rest train, `kernelcast train --op copy`.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_any_next_s28b.sh
+# It ran on an H100 (LIMIT=520); its stride passes finished in 14 s each, so three warm follow-up calls on the same card
+# measured another test seed and six more training seeds, then more Triton attention rows (their call logs are appended
+# to this one's):
+#   LIMIT=200 NAME=kc_s28c … measure stridetest2 copy_stride_test 1283 40   (KERNELCAST_GIT_REV unset)
+#   LIMIT=200 NAME=kc_s28d … for s in 1282 1284 1285 1286 1287 1288; do measure stride_$s copy_stride $s 25; done
+#   LIMIT=290 NAME=kc_s28e … measure tritonatt triton_attention_wide8 1272 $(budget 30)
+#   KERNELCAST_GIT_REV=<commit> LIMIT=520 bash benchmarks/results/collect_h100_20261206_s28b.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
   *H200*) export GPU_NAME=H200 ;;
   *H100*) export GPU_NAME=H100 ;;
