@@ -222,6 +222,7 @@ def test_precompile_targets_one_per_compile_class_plus_check_shapes():
         "copy_expand_test",
         "copy_stride",
         "copy_stride_test",
+        "copy_repeat",
         "elementwise_wide",
         "elementwise_strided",
         "elementwise_strided_test",

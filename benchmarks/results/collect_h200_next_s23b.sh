@@ -19,7 +19,8 @@
 # made Falcon worse, so they wait for that field. The twenty-eighth session added that field (the copy family's
 # `stride`) and measured its sweeps on an H100 (collect_h100_20261206_s28b.sh); the H200's own run here, after the GPU
 # tests: the test set (copy_stride_test, list it role test) and six training draws of copy_stride in one folder
-# (stride.tar.gz: merge its s* folders together, role train), then `kernelcast train --op copy`.
+# and one of copy_repeat (repeat_kv's own layout) in one folder (stride.tar.gz: merge its folders together, role
+# train), then `kernelcast train --op copy`.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s23b.sh
 FINISH_LOGS=tar
 NAME=kc_s23b source benchmarks/results/device_common.sh
@@ -32,6 +33,9 @@ for s in 1290 1292 1293 1294 1295 1296; do
     --chunk 100 --precompile-workers 4 --gpu-name H200 >> "$W/stride.log" 2>&1
   log "stride seed $s rc=$? $(tail -n 1 "$W/stride.log")"
 done
+python3 -m kernelcast.collect.gpu_job --sweeps copy_repeat --seed 1297 --out "$W/stride/repeat" --gpus 0 --budget-s 40 \
+  --chunk 100 --precompile-workers 4 --gpu-name H200 >> "$W/stride.log" 2>&1
+log "copy_repeat rc=$? $(tail -n 1 "$W/stride.log")"
 tar czf "$OUT/stride.tar.gz" -C "$W" stride stride.log
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130
