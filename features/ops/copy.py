@@ -101,13 +101,16 @@ def copy_features(cols, gpu) -> dict[str, np.ndarray]:
     table = np.asarray(cols["table_rows"], dtype=np.float64)
     nbytes = copy_bytes(cols)
     largest = np.asarray(cols["largest"], dtype=np.float64)
+    is_copy = np.asarray(cols["fn"], dtype=object) == "copy"
     return {
         **stream_features(nbytes, e, copy_flops(cols), gpu),
         **warm_features(cols, nbytes, gpu),
         "log_run": np.log2(run),
         "log_expand": np.log2(_expand(cols)),
-        "log_row_runs": np.log2(row_runs(cols)),
-        "log_stride_bytes": np.log2(np.asarray(cols["stride"], dtype=np.float64) * b),
+        # a plain copy's layout; a cat, gather or scatter-add has none (their own fields say it): held at one row of
+        # contiguous runs, so what strided copies teach does not leak into them
+        "log_row_runs": np.where(is_copy, np.log2(row_runs(cols)), 0.0),
+        "log_stride_bytes": np.log2(np.where(is_copy, np.asarray(cols["stride"], dtype=np.float64), run) * b),
         "log_run_bytes": np.log2(run * b),
         "log_runs": np.log2(e / run),
         "run_16b_aligned": ((run * b) % 16 == 0).astype(np.float64),
