@@ -28,15 +28,8 @@ operand_values
 grouped_mm_probe
 gpu_tests
 measure stridetest copy_stride_test 1291 45
-for s in 1290 1292 1293 1294 1295 1296; do
-  python3 -m kernelcast.collect.gpu_job --sweeps copy_stride --seed $s --out "$W/stride/s$s" --gpus 0 --budget-s 25 \
-    --chunk 100 --precompile-workers 4 --gpu-name H200 >> "$W/stride.log" 2>&1
-  log "stride seed $s rc=$? $(tail -n 1 "$W/stride.log")"
-done
-python3 -m kernelcast.collect.gpu_job --sweeps copy_repeat --seed 1297 --out "$W/stride/repeat" --gpus 0 --budget-s 40 \
-  --chunk 100 --precompile-workers 4 --gpu-name H200 >> "$W/stride.log" 2>&1
-log "copy_repeat rc=$? $(tail -n 1 "$W/stride.log")"
-tar czf "$OUT/stride.tar.gz" -C "$W" stride stride.log
+measure_many stride 40 copy_stride:1290 copy_stride:1292 copy_stride:1293 copy_stride:1294 copy_stride:1295 \
+  copy_stride:1296 copy_repeat:1297
 measure maskedtest attention_masked_test 1232 50
 measure masked attention_masked_wide 1231 130
 measure bigm2 gemm_cublas_bigm2 1271 90

@@ -20,10 +20,25 @@ gpu_state
 # descriptions name GPU_NAME (default H200: set it on any other card)
 measure() {
   log "start $1 (budget $4 s, ${GPU_NAME:-H200})"
-  python3 -m kernelcast.collect.gpu_job --sweeps "$2" --seed "$3" --out "$W/$1" --gpus 0 --budget-s "$4" --chunk 100 \
-    --precompile-workers 4 --gpu-name "${GPU_NAME:-H200}" > "$W/$1.log" 2>&1
+  gpu_job "$2" "$3" "$W/$1" "$4" > "$W/$1.log" 2>&1
   log "end $1 rc=$? $(tail -n 2 "$W/$1.log" | tr '\n' ' ')"
   tar czf "$OUT/$1.tar.gz" -C "$W" "$1" "$1.log"
+}
+# several short passes into one folder, back as one <name>.tar.gz (a call brings back at most eight files):
+# measure_many <name> <budget_s each> <sweeps>:<seed> …; each pass in <name>/<sweeps>_<seed>, all logs in <name>.log
+measure_many() {
+  local name=$1 each=$2 pass
+  shift 2
+  for pass in "$@"; do
+    gpu_job "${pass%%:*}" "${pass##*:}" "$W/$name/${pass%%:*}_${pass##*:}" "$each" >> "$W/$name.log" 2>&1
+    log "$name: $pass rc=$? $(tail -n 1 "$W/$name.log")"
+  done
+  tar czf "$OUT/$name.tar.gz" -C "$W" "$name" "$name.log"
+}
+# the collector on GPU 0: gpu_job <sweeps> <seed> <out> <budget_s>
+gpu_job() {
+  python3 -m kernelcast.collect.gpu_job --sweeps "$1" --seed "$2" --out "$3" --gpus 0 --budget-s "$4" --chunk 100 \
+    --precompile-workers 4 --gpu-name "${GPU_NAME:-H200}"
 }
 # the GPU tests on this tree; their log goes back as gpu_tests.log (in logs.tar.gz with FINISH_LOGS=tar)
 gpu_tests() {
