@@ -65,6 +65,19 @@ def _default_stride(c) -> np.ndarray:
     return np.array([default_stride(int(d), int(r)) for d, r in zip(distinct, run)], dtype=np.int64)
 
 
+def _stride_ok(c) -> np.ndarray:
+    """A copy's stride is at least its run (runs do not overlap); any other fn has no such layout and keeps the
+    default, which is computed for those rows alone (a copy row never needs it)."""
+    fn = np.atleast_1d(np.asarray(c["fn"], dtype=object))
+    keys = ("elements", "run", "expand", "stride")
+    col = {k: np.broadcast_to(np.atleast_1d(np.asarray(c[k])), fn.shape) for k in keys}
+    ok = (fn == "copy") & (col["stride"] >= col["run"])
+    other = fn != "copy"
+    if other.any():
+        ok[other] = col["stride"][other] == _default_stride({**{k: v[other] for k, v in col.items()}, "fn": fn[other]})
+    return ok
+
+
 def row_runs(cols) -> np.ndarray:
     """Runs a copy writes before its source comes back next to where it started: distinct elements over ``stride``
     (at least 1). A transposed source's sectors are shared by neighbouring rows, so a row short enough for one block
@@ -180,7 +193,7 @@ SPEC = register(
             ),
             Rule(
                 "stride",
-                lambda c: ((c["fn"] == "copy") & (c["stride"] >= c["run"])) | (c["stride"] == _default_stride(c)),
+                _stride_ok,
                 lambda c: (
                     f"at least run={c['run']} for a copy (runs do not overlap in the source), and unset unless fn is "
                     f"'copy' (fn={c['fn']!r})"
