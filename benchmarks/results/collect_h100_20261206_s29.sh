@@ -8,7 +8,12 @@
 # strided-copy rows and no strided cat of its own, the copy model put the H100's KV-cache cats 21% under the H200's
 # (RESULTS §44; without those rows the two agree, as the H100's measured layers do). Merge each, list with role train,
 # retrain copy, gemm and attention.
-#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s29.sh
+#   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_20261206_s29.sh
+# Ran by the twenty-ninth session on an H100 (tree of 75f5845), then two warm follow-ups on the same card (call log
+# beside it, collect_h100_20261206_s29_call.log):
+#   FINISH_LOGS=tar NAME=kc_s29b source benchmarks/results/device_common.sh; measure masked attention_masked_wide 1301 150
+#     measure tritongemm gemm_triton_wide8 1302 $(budget 30); finish
+#   (LIMIT=470) FINISH_LOGS=tar NAME=kc_s29c source ...; measure tritonatt triton_attention_wide8 1303 $(budget 30); finish
 FINISH_LOGS=tar
 NAME=kc_s29 source benchmarks/results/device_common.sh
 measure repeat copy_repeat 1298 40
