@@ -234,7 +234,11 @@ def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernel
     and memory (at ``MEMORY_EFFICIENCY``), plus each kernel's fixed time; and which term bounds it."""
     t_compute = f["compute_floor_us"] / (efficiency * f["wave_efficiency"])
     t_memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
-    t_fixed = np.broadcast_to(kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels, t_compute.shape)
+    t_fixed = kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels
+    if num.of(efficiency) is num.SCALARS:  # one description's Python numbers (predict_latency): its bound by name
+        body = num.SCALARS.maximum(t_compute, t_memory)
+        return body + t_fixed, str(_BOUNDS[max((t_fixed > body) * 2, int(t_memory > t_compute))])
+    t_fixed = np.broadcast_to(t_fixed, t_compute.shape)
     body = np.maximum(t_compute, t_memory)
     # latency where the fixed time exceeds the body, else memory where it exceeds compute, else compute
     bound = _BOUNDS[np.maximum((t_fixed > body) * 2, t_memory > t_compute)]
