@@ -438,8 +438,10 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
         cfg = triton_configs(c)
         values = dict(zip(keys, config_values(cfg, keys, (np.nan,) * len(keys))))
         need = need_bytes(c, values, lookup(c["dtype"], "bytes"))
+        if isinstance(c["gpu"], str):  # one description's values: its numbers (a family's formula may give an array)
+            return float(need if np.ndim(need) == 0 else np.ravel(need)[0]), _smem_limit(c["gpu"])
         limit = np.asarray([_smem_limit(g) for g in np.atleast_1d(np.asarray(c["gpu"], dtype=object))])
-        return np.atleast_1d(np.asarray(need, dtype=np.float64)), limit  # one description's need: one row
+        return np.atleast_1d(np.asarray(need, dtype=np.float64)), limit
 
     def ok(c):
         backend = c["backend"]
@@ -449,10 +451,10 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
         elif not (np.asarray(backend, dtype=object) == "triton").any():
             return np.ones(len(backend), dtype=bool)
         need, limit = _bytes(c)
-        return ~(need > limit)  # NaN (no Triton config) passes
+        return not need > limit if isinstance(need, float) else ~(need > limit)  # NaN (no Triton config) passes
 
     def allowed(c):
-        need, limit = (float(v[0]) for v in _bytes(c))
+        need, limit = _bytes(c)  # one row's values
         return (
             f"a config that fits {c['gpu']}'s {limit:.0f} B ({limit / 1024:g} KiB) of shared memory per block: "
             f"{formula} needs {need:.0f} B ({need / 1024:g} KiB)"
