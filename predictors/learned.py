@@ -246,10 +246,10 @@ def _group_slice(op: str, name: str) -> tuple[int, tuple[str, ...]]:
 
 
 def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> float:
-    def value(name: str) -> str | None:
+    def value(name: str) -> str | None:  # the set column of a one-hot group (a list: no numpy call per group)
         first, values = _group_slice(op, name)
-        block = row[first : first + len(values)]
-        return values[int(block.argmax())] if block.any() else None
+        block = row[first : first + len(values)].tolist()
+        return values[block.index(max(block))] if any(block) else None
 
     source = value("source")
     cells = conformal.get("by_backend") or {}
