@@ -234,7 +234,11 @@ def roofline_latency(f: Mapping[str, np.ndarray], efficiency: np.ndarray, kernel
     and memory (at ``MEMORY_EFFICIENCY``), plus each kernel's fixed time; and which term bounds it."""
     t_compute = f["compute_floor_us"] / (efficiency * f["wave_efficiency"])
     t_memory = f["memory_floor_us"] / MEMORY_EFFICIENCY
-    t_fixed = np.broadcast_to(kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels, t_compute.shape)
+    t_fixed = kernel_floor_us(f["gpu_boost_clock_hz"]) * kernels
+    if num.of(efficiency) is num.SCALARS:  # one description's Python numbers (predict_latency): its bound by name
+        body = num.SCALARS.maximum(t_compute, t_memory)
+        return body + t_fixed, str(_BOUNDS[max((t_fixed > body) * 2, int(t_memory > t_compute))])
+    t_fixed = np.broadcast_to(t_fixed, t_compute.shape)
     body = np.maximum(t_compute, t_memory)
     # latency where the fixed time exceeds the body, else memory where it exceeds compute, else compute
     bound = _BOUNDS[np.maximum((t_fixed > body) * 2, t_memory > t_compute)]
@@ -434,8 +438,10 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
         cfg = triton_configs(c)
         values = dict(zip(keys, config_values(cfg, keys, (np.nan,) * len(keys))))
         need = need_bytes(c, values, lookup(c["dtype"], "bytes"))
+        if isinstance(c["gpu"], str):  # one description's values: its numbers (a family's formula may give an array)
+            return float(need if np.ndim(need) == 0 else np.ravel(need)[0]), _smem_limit(c["gpu"])
         limit = np.asarray([_smem_limit(g) for g in np.atleast_1d(np.asarray(c["gpu"], dtype=object))])
-        return np.atleast_1d(np.asarray(need, dtype=np.float64)), limit  # one description's need: one row
+        return np.atleast_1d(np.asarray(need, dtype=np.float64)), limit
 
     def ok(c):
         backend = c["backend"]
@@ -445,10 +451,10 @@ def shared_memory_rule(need_bytes, keys: tuple[str, ...], formula: str) -> Rule:
         elif not (np.asarray(backend, dtype=object) == "triton").any():
             return np.ones(len(backend), dtype=bool)
         need, limit = _bytes(c)
-        return ~(need > limit)  # NaN (no Triton config) passes
+        return not need > limit if isinstance(need, float) else ~(need > limit)  # NaN (no Triton config) passes
 
     def allowed(c):
-        need, limit = (float(v[0]) for v in _bytes(c))
+        need, limit = _bytes(c)  # one row's values
         return (
             f"a config that fits {c['gpu']}'s {limit:.0f} B ({limit / 1024:g} KiB) of shared memory per block: "
             f"{formula} needs {need:.0f} B ({need / 1024:g} KiB)"

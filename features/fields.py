@@ -8,6 +8,7 @@ None, NaN and inf are values, and wrong ones, for every field but an optional ``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -121,8 +122,15 @@ def canonical_dtype(value: Any) -> Any:
     )
     if text is None:
         return value
+    name = _dtype_name(text)
+    return value if name is None else name
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_name(text: str) -> str | None:
+    """kernelcast's name for a dtype's text (None: none); the same few texts come again and again."""
     key = text.strip().lower().removeprefix("torch.").removeprefix("numpy.").removeprefix("np.")
-    return key if key in DTYPE_BYTES else DTYPE_ALIASES.get(key, value)
+    return key if key in DTYPE_BYTES else DTYPE_ALIASES.get(key)
 
 
 def _hash_key(value: Any) -> tuple:
@@ -438,7 +446,12 @@ class TritonConfig:
 
 def config_pairs(text: str | None) -> tuple[tuple[str, Any], ...] | None:
     """Canonical config JSON -> the sorted (key, value) tuple a frozen description holds."""
-    return None if text is None else tuple(sorted(json.loads(text).items()))
+    return None if text is None else _pairs(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pairs(text: str) -> tuple[tuple[str, Any], ...]:  # a tuple of scalars: shared safely; configs repeat
+    return tuple(sorted(json.loads(text).items()))
 
 
 __all__ = [

@@ -78,11 +78,17 @@ def list_gpus() -> list[GpuSpec]:
     return list(_database()[0].values())
 
 
+@functools.lru_cache(maxsize=1024)
+def _canonical(name: str) -> str | None:
+    """The canonical name a name or alias normalizes to (None: none); names repeat, the normalizing is read once."""
+    return _database()[1].get(_norm(name))
+
+
 def resolve_gpu_name(name: str) -> str:
     """Canonical GPU name for a canonical name or alias; unknown names list the known ones."""
-    specs, index = _database()
-    canonical = index.get(_norm(name)) if isinstance(name, str) else None
+    canonical = _canonical(name) if isinstance(name, str) else None
     if canonical is None:
+        specs = _database()[0]
         raise ValueError(
             f"kernel_desc['gpu'] must be one of {', '.join(sorted(specs))} "
             f"(or an alias, see `kernelcast gpus`); got {name!r}"

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kernelcast.features import num
 from kernelcast.features.desc import parse_desc
 from kernelcast.features.ops import get_op
 from kernelcast.features.validate import columns_from_records, validate_frame
@@ -146,8 +147,8 @@ def predict_columns(
 
 def achieved(feats: Mapping[str, np.ndarray], latency_us: np.ndarray) -> dict[str, np.ndarray]:
     """Achieved TFLOP/s and GB/s (the op's ``flops`` and ``bytes`` features over the latency; NaN for an op without
-    one) and the share of the roofline reached, floor / latency in percent."""
-    missing = np.full(len(latency_us), np.nan)
+    one) and the share of the roofline reached, floor / latency in percent (columns, or one description's numbers)."""
+    missing = num.of(latency_us).full(latency_us, np.nan)
     return {
         "achieved_tflops": feats["flops"] / latency_us / 1e6 if "flops" in feats else missing,  # FLOP/µs / 1e6
         "achieved_gbps": feats["bytes"] / latency_us / 1e3 if "bytes" in feats else missing,  # B/µs / 1e3 = GB/s
@@ -202,6 +203,39 @@ def _one_description_features(op: str, values: Mapping[str, Any]) -> dict[str, f
         return None
 
 
+def _learned_row(chain: list, op: str, values: Mapping[str, Any]) -> Prediction | None:
+    """One description's answer in Python numbers, no columns: where the op's features are scalar
+    (``OpSpec.scalar_features``), the first predictor of ``chain`` is a learned model that covers the description
+    (``covers_row``) and a config says what runs; None for any other, which ``predict_columns`` answers (the same
+    answers: tests/test_predict.py holds them to ``predict_many``'s)."""
+    spec, model = get_op(op), chain[0]
+    if not spec.scalar_features or not hasattr(model, "predict_row") or not model.covers_row(values):
+        return None
+    if spec.triton_config is not None and values["backend"] == "triton" and values["config"] is None:
+        return None  # answered at the config search's top pick
+    feats = _one_description_features(op, values)
+    if feats is None:
+        return None
+    try:
+        _, bound = spec.analytical(values, feats)
+    except ZeroDivisionError:  # numpy's columns say inf there
+        return None
+    latency, low, high, in_family = model.predict_row(values, feats)
+    notes = (n for p in chain if hasattr(p, "notes") for n in p.notes(op, values))
+    return Prediction(
+        latency,
+        low,
+        high,
+        float(feats["floor_us"]),
+        bound,
+        model.name,
+        in_family,
+        "; ".join([model.assumptions(op), *notes]),
+        {k: float(feats[feature]) for k, feature in spec.extras.items()},
+        **achieved(feats, latency),
+    )
+
+
 def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Prediction:
     """Predict one kernel's device time (µs) from its description (a mapping or a parsed desc).
 
@@ -211,6 +245,9 @@ def predict_latency(desc: Mapping[str, Any], predictor: str = "auto") -> Predict
     d = parse_desc(desc)
     chain = predictors_for(d.op, predictor)
     values = d.to_row()
+    answer = _learned_row(chain, d.op, values)
+    if answer is not None:
+        return answer
     row = _one_row(values)
     tuned = _with_top_configs(row, d.op, predictor)
     feats = _one_description_features(d.op, values) if tuned is row else None  # a config search's pick: its own columns

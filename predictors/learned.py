@@ -246,10 +246,10 @@ def _group_slice(op: str, name: str) -> tuple[int, tuple[str, ...]]:
 
 
 def _one_row_offset(row: np.ndarray, op: str, conformal: Mapping[str, Any]) -> float:
-    def value(name: str) -> str | None:
+    def value(name: str) -> str | None:  # the set column of a one-hot group (a list: no numpy call per group)
         first, values = _group_slice(op, name)
-        block = row[first : first + len(values)]
-        return values[int(block.argmax())] if block.any() else None
+        block = row[first : first + len(values)].tolist()
+        return values[block.index(max(block))] if any(block) else None
 
     source = value("source")
     cells = conformal.get("by_backend") or {}
@@ -353,11 +353,13 @@ def config_in_family(configs, seen: Mapping[str, list]) -> np.ndarray:
         return np.ones(len(texts), dtype=bool)
     seen_sets = {k: set(v) for k, v in seen.items()}
     codes, uniq = pd.factorize(np.asarray(texts, dtype=object))
-    ok = []
-    for text in uniq:
-        cfg = parse_config(text)
-        ok.append(not cfg or all(v in seen_sets.get(k, ()) for k, v in cfg.items()))
-    return np.asarray(ok, dtype=bool)[codes]
+    return np.asarray([_config_seen(text, seen_sets) for text in uniq], dtype=bool)[codes]
+
+
+def _config_seen(text: str, seen_sets: Mapping[str, set]) -> bool:
+    """One config's JSON text has only key values seen in training."""
+    cfg = parse_config(text)
+    return not cfg or all(v in seen_sets.get(k, ()) for k, v in cfg.items())
 
 
 @dataclass
@@ -394,21 +396,20 @@ class LearnedModel:
             "split-conformal calibrated"
         )
 
+    def covers_row(self, values: Mapping[str, Any]) -> bool:
+        """``covers`` of one description's Python values (``Desc.to_row``): plain comparisons, as the arrays'."""
+        if f"{values['gpu']}|{values['backend']}|{values['dtype']}" not in self._covered:
+            return False
+        return all(lo <= float(values[col]) <= hi for col, (lo, hi) in self.manifest["ranges"].items())
+
     def covers(self, op: str, cols: pd.DataFrame | Mapping[str, Any]) -> np.ndarray:
         """(GPU, backend, dtype) seen in training and every range column inside its trained range."""
         get = (lambda c: cols[c].to_numpy()) if isinstance(cols, pd.DataFrame) else (lambda c: np.asarray(cols[c]))
         gpu, backend, dtype = get("gpu"), get("backend"), get("dtype")
         covered = self._covered
-        if gpu.shape == backend.shape == dtype.shape == (1,):  # one row: plain comparisons, as the arrays' below
-            ok = f"{gpu[0]}|{backend[0]}|{dtype[0]}" in covered
-            for col, (lo, hi) in self.manifest["ranges"].items():
-                if not ok:
-                    break
-                values = np.asarray(get(col), dtype=np.float64)
-                if values.shape != (1,):
-                    return self._covers_columns(ok, get)
-                ok = lo <= values[0] <= hi
-            return np.asarray([ok], dtype=bool)
+        ranges = self.manifest["ranges"]
+        if all(np.shape(cols[c]) == (1,) for c in ("gpu", "backend", "dtype", *ranges)):  # one row: ``covers_row``
+            return np.asarray([self.covers_row({c: get(c)[0] for c in ("gpu", "backend", "dtype", *ranges)})])
         if len(gpu) <= SMALL:
             ok = np.fromiter((f"{g}|{b}|{d}" in covered for g, b, d in zip(gpu, backend, dtype)), bool, len(gpu))
         else:
@@ -430,6 +431,17 @@ class LearnedModel:
             "high_us": high,
             "in_distribution": config_in_family(cols["config"], self.manifest["config_values"]),
         }
+
+    def predict_row(self, values: Mapping[str, Any], features: Mapping[str, float]) -> tuple[float, float, float, bool]:
+        """``predict_columns`` of one description (``covers_row``) from its Python values and features
+        (``features.num.SCALARS``): (p50_us, low_us, high_us, in_distribution)."""
+        p50, low, high = self.predict({**values, **features})
+        config = values["config"]
+        return float(p50[0]), float(low[0]), float(high[0]), config is None or _config_seen(config, self._seen_sets)
+
+    @functools.cached_property
+    def _seen_sets(self) -> dict[str, set]:
+        return {k: set(v) for k, v in self.manifest["config_values"].items()}
 
     @functools.cached_property
     def _routes(self) -> tuple[tuple[int, int], ...]:

@@ -336,11 +336,14 @@ FP32_SIMT_EFFICIENCY = 0.85
 
 
 def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
-    eff = np.where(
-        np.asarray(cols["dtype"], dtype=object) == "fp32",
-        FP32_SIMT_EFFICIENCY,
-        per_backend(COMPUTE_EFFICIENCY, cols["backend"]),
-    )
+    if isinstance(cols["dtype"], str):  # one description's values (its features are Python numbers too)
+        eff = FP32_SIMT_EFFICIENCY if cols["dtype"] == "fp32" else COMPUTE_EFFICIENCY[cols["backend"]]
+    else:
+        eff = np.where(
+            np.asarray(cols["dtype"], dtype=object) == "fp32",
+            FP32_SIMT_EFFICIENCY,
+            per_backend(COMPUTE_EFFICIENCY, cols["backend"]),
+        )
     return roofline_latency(f, eff, 1.0 + (f["split_k"] > 1))  # a split-K reduction is a second kernel
 
 
