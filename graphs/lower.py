@@ -189,9 +189,9 @@ def run_stride(shape: tuple[int, ...], stride: tuple[int, ...], run: int) -> int
     """Source elements between the starts of consecutive runs of ``run`` elements when a view of ``shape`` and
     ``stride`` is copied into a contiguous tensor: the stride of the first dim past the run, innermost first (size-1
     dims skipped). None when the run does not end at a dim boundary, or when a stride-0 dim follows it (repeat_kv: each
-    run written again in a row): the copy rows of that layout are the default one's, rows of a transposed block each
-    repeated, and no measured row holds rows of a single run yet (the twenty-eighth session's layer sets fell 5–25%
-    under their measured decode steps when repeat_kv was described so)."""
+    run written again in a row), which keeps the default layout, rows of a transposed block each repeated: only the H100
+    has measured rows of repeat_kv's own (copy_repeat); described so, the H100's GQA decode steps came within 2% and the
+    H200's fell 8–16% under theirs (RESULTS §46), so it waits for the H200's rows."""
     covered = 1
     for size, st in zip(reversed(shape), reversed(stride)):
         if size == 1:

@@ -146,7 +146,7 @@ def test_a_strided_copy_says_how_far_apart_its_runs_sit_in_the_source():
     """A head split made contiguous ([tokens, heads, d] to [heads, tokens, d]) reads runs of d that sit heads·d apart;
     a multi-query model's expanded transposed key (Falcon's [b, 1, s, d] key as [b, 71, d, s]) reads runs of one
     element one head_dim apart, in rows of a whole context. repeat_kv's expand, each head's run written again in a row,
-    keeps the default layout: no measured row holds rows of a single run yet."""
+    keeps the default layout until the H200 has measured rows of a single run (only the H100 has them)."""
     x = meta(300, 16, 64)
     (split,) = lowered(lambda x: x.transpose(0, 1).contiguous(), x)
     assert (split["run"], split["stride"]) == (64, 16 * 64)
