@@ -26,7 +26,12 @@ COLUMNS = ("mean_regret", "median_regret", "worst_regret", "within_5pct", f"best
 
 def evaluate(op: str, data: list[Path], predictor: str) -> tuple[list[dict], pd.DataFrame]:
     if data:
-        rows = regret.measured_rows(pd.concat([pd.read_parquet(p) for p in data], ignore_index=True), op)
+        frame = pd.concat([pd.read_parquet(p) for p in data], ignore_index=True)
+        if "op" in frame:  # --data of one op family read for the others too: theirs only
+            frame = frame[frame["op"] == op]
+        if frame.empty:
+            raise ValueError("no rows of this op in --data")
+        rows = regret.measured_rows(frame, op)
     else:
         rows = regret.tune_rows(op)
     picks = regret.shape_picks(rows, op, predictor)
