@@ -272,6 +272,18 @@ def mask_row_align(backend: np.ndarray, mask: np.ndarray, skv: np.ndarray) -> np
     return xp.where(unpadded, xp.minimum(pow2_dividing(skv) + 1.0, 4.0), 4.0)
 
 
+#: the backends whose kernels read an explicit mask
+MASK_BACKENDS = ("cudnn", "efficient")
+
+
+def mask_read(c):
+    """The ``mask`` rule: no mask, or one a kernel reads (causal false, a ``MASK_BACKENDS`` backend); one
+    description's Python values (``validate_one``) in plain comparisons, no numpy call."""
+    if isinstance(c["backend"], str):
+        return not c["mask"] or (not c["causal"] and c["backend"] in MASK_BACKENDS)
+    return np.logical_not(c["mask"]) | (~np.asarray(c["causal"], dtype=bool) & np.isin(c["backend"], MASK_BACKENDS))
+
+
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
     xp = num.of(cols["batch"])
@@ -548,10 +560,7 @@ SPEC = register(
             Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
             Rule(
                 "mask",
-                lambda c: (
-                    np.logical_not(c["mask"])
-                    | (~np.asarray(c["causal"], dtype=bool) & np.isin(c["backend"], ("cudnn", "efficient")))
-                ),
+                mask_read,
                 lambda c: (
                     "false unless causal is false and backend is cudnn or efficient (the kernels that read a mask: "
                     "SDPA's flash backend takes none, Triton's here has none)"
