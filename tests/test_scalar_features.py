@@ -78,12 +78,55 @@ def random_gemms(count: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def test_one_descriptions_features_are_the_columns_features():
-    rows = random_gemms(1500)
+def random_attentions(count: int, seed: int = 0) -> list[dict]:
+    """Valid attention descriptions over GPUs (AMD too), dtypes, backends (the outside ones too), GQA, causal or not,
+    masks, decode and prefill, head_dims on and off the kernels' sizes, and Triton configs (refused ones skipped)."""
+    rng = random.Random(seed)
+    gpus = ("H200", "H100", "A100", "B200", "L40S", "RTX4090", "MI300X", "GB200")
+    out = []
+    while len(out) < count:
+        heads_kv = rng.choice((1, 2, 4, 8, 32))
+        seq_kv = int(math.exp(rng.uniform(0, 13)))
+        backend = rng.choice(("flash", "flash", "cudnn", "cudnn", "efficient", "triton", "triton", "trtllm", "vllm"))
+        causal = rng.random() < 0.5
+        d = {
+            "op": "attention",
+            "gpu": rng.choice(gpus),
+            "dtype": rng.choice(("bf16", "bf16", "fp16", "fp8_e4m3")),
+            "backend": backend,
+            "batch": rng.choice((1, 1, 2, 7, 16, 64)),
+            "heads_kv": heads_kv,
+            "heads_q": heads_kv * rng.choice((1, 1, 4, 8)),
+            "seq_q": 1 if rng.random() < 0.4 else rng.randint(1, seq_kv),
+            "seq_kv": seq_kv,
+            "head_dim": rng.choice((64, 64, 72, 96, 128, 128, 160, 192, 256, 320, 512)),
+            "causal": causal,
+            "mask": not causal and backend in ("cudnn", "efficient") and rng.random() < 0.4,
+        }
+        if backend == "triton" and rng.random() < 0.9:
+            d["config"] = {
+                "block_m": rng.choice((16, 32, 64, 128)),
+                "block_n": rng.choice((16, 32, 64, 128)),
+                "num_warps": rng.choice((2, 4, 8)),
+                "num_stages": rng.choice((1, 2, 3, 4)),
+            }
+        try:
+            out.append(parse_desc(d).to_row())
+        except ValueError:  # a dtype the GPU lacks, a config that does not fit: not this test's business
+            continue
+    return out
+
+
+RANDOM_ROWS = {"gemm": random_gemms, "attention": random_attentions}
+
+
+@pytest.mark.parametrize("op", RANDOM_ROWS)
+def test_one_descriptions_features_are_the_columns_features(op):
+    rows = RANDOM_ROWS[op](1500)
     for row in rows:
         columns = feature_columns({k: np.asarray([v], dtype=object if isinstance(v, (str, type(None))) else None)
-                                   for k, v in row.items()}, "gemm")  # fmt: skip
-        scalars = feature_columns(row, "gemm")
+                                   for k, v in row.items()}, op)  # fmt: skip
+        scalars = feature_columns(row, op)
         assert set(scalars) == set(columns)
         for name, value in columns.items():
             assert isinstance(scalars[name], (int, float)), (name, type(scalars[name]))
@@ -97,13 +140,14 @@ def _exact(a, b) -> bool:
     return a == b or (a != a and b != b)  # NaN (an op without FLOPs) equals NaN
 
 
-def test_predict_latency_on_the_fast_path_answers_as_predict_many_and_the_column_path(monkeypatch):
+@pytest.mark.parametrize("op, least", [("gemm", 40), ("attention", 50)])
+def test_predict_latency_on_the_fast_path_answers_as_predict_many_and_the_column_path(monkeypatch, op, least):
     """One description's answer in Python numbers (``dispatch._learned_row``) is the column path's answer for it, every
     field and the words (source, assumptions) alike, and ``predict_many``'s, bit for bit."""
-    rows = random_gemms(300, seed=1)
-    chain = dispatch.predictors_for("gemm", "auto")
-    fast_rows = sum(dispatch._learned_row(chain, "gemm", parse_desc(r).to_row()) is not None for r in rows)
-    assert fast_rows >= 40  # a sixth take it; the rest (GPUs or sizes no learned model covers, no config) the columns
+    rows = RANDOM_ROWS[op](300, seed=1)
+    chain = dispatch.predictors_for(op, "auto")
+    fast_rows = sum(dispatch._learned_row(chain, op, parse_desc(r).to_row()) is not None for r in rows)
+    assert fast_rows >= least  # the rest (GPUs or sizes no learned model covers, no config) the columns
     many = predict_many(rows)
     fast = [predict_latency(r) for r in rows]
     monkeypatch.setattr(dispatch, "_learned_row", lambda *args: None)
@@ -125,6 +169,6 @@ def test_predict_latency_answers_as_predict_many_on_every_family(op):
             assert _exact(getattr(one, field), many[field].iloc[i]), (field, row)
 
 
-def test_only_gemm_claims_scalar_features():
-    """An op that sets the flag must pass the equality test above; extend it before flagging another."""
-    assert [op for op in op_names() if get_op(op).scalar_features] == ["gemm"]
+def test_only_the_tested_ops_claim_scalar_features():
+    """An op that sets the flag must pass the equality tests above; extend ``RANDOM_ROWS`` before flagging another."""
+    assert [op for op in op_names() if get_op(op).scalar_features] == list(RANDOM_ROWS)

@@ -3,15 +3,18 @@ analytical efficiency."""
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
+from kernelcast.features import num
 from kernelcast.features.common import (
     BASE_REGISTERS,
     MAX_REGISTERS,
     clock_features,
     config_values,
+    key_codes,
     latency_scale,
     lookup,
     peak_per_row,
@@ -27,7 +30,7 @@ from kernelcast.features.common import (
     triton_configs,
     triton_ring,
 )
-from kernelcast.features.compiled import compiled_resources
+from kernelcast.features.compiled import compiled_resource, compiled_resources
 from kernelcast.features.fields import MAX_ELEMENTS, OUTSIDE_BACKENDS, BoolField, IntField, Rule, TritonConfig
 from kernelcast.features.ops import OpSpec, register
 
@@ -39,7 +42,19 @@ def attended_pairs(seq_q: np.ndarray, seq_kv: np.ndarray, causal: np.ndarray) ->
     """(query, key) pairs computed; causal masks are bottom-right aligned (query i sees keys ≤ kv−q+i)."""
     full = seq_q * seq_kv
     tri = seq_q * (seq_kv - seq_q) + seq_q * (seq_q + 1) / 2
-    return np.where(causal, tri, full)
+    return num.of(full).where(causal, tri, full)
+
+
+def _backend(cols):
+    """The backend column (one description: its name), to compare with a name."""
+    backend = cols["backend"]
+    return backend if isinstance(backend, str) else np.atleast_1d(np.asarray(backend, dtype=object))
+
+
+def _causal(cols):
+    """The causal column as booleans (one description: its bool)."""
+    causal = cols["causal"]
+    return causal if isinstance(causal, bool) else np.asarray(causal, dtype=bool)
 
 
 class LibraryLaunch(NamedTuple):
@@ -85,29 +100,46 @@ SPLIT_CTAS_PER_SM, MAX_SPLITS = 2, 128
 
 def _round_up(d: np.ndarray, sizes) -> np.ndarray:
     """``d`` rounded up to the smallest of ``sizes`` (ascending) that holds it; past the largest, the largest."""
+    if num.of(d) is num.SCALARS:
+        return next((float(s) for s in sizes if d <= s), float(sizes[-1]))
     sizes = np.asarray(sizes, dtype=np.float64)
     return sizes[np.minimum(np.searchsorted(sizes, d), len(sizes) - 1)]
 
 
-def flash_tiles(d: np.ndarray, causal: np.ndarray, shared_per_sm: np.ndarray) -> np.ndarray:
+def flash_tiles(d: np.ndarray, causal: np.ndarray, shared_per_sm: np.ndarray) -> tuple[np.ndarray, ...]:
     """(block_m, block_n, warps) of FlashAttention-2's standard forward kernel per row, from head_dim rounded up to
-    its kernels' sizes, the mask and the GPU's shared memory per SM (which tells sm86/sm89 apart)."""
-    sizes = np.array(sorted(FLASH_TILES), dtype=np.float64)
-    rounded = _round_up(d, sizes)
-    out = np.array([FLASH_TILES[int(r)] for r in sizes], dtype=np.float64)[np.searchsorted(sizes, rounded)]
+    its kernels' sizes, the mask and the GPU's shared memory per SM (which tells sm86/sm89 apart): ``flash_tile`` of
+    one description, looked up once per distinct (head_dim size, mask, shared memory) over columns."""
+    rounded = _round_up(d, sorted(FLASH_TILES))
+    if num.of(rounded) is num.SCALARS:
+        return flash_tile(rounded, causal, shared_per_sm)
+    codes, first = key_codes(rounded, causal, shared_per_sm)
+    out = np.array([flash_tile(rounded[i], bool(causal[i]), shared_per_sm[i]) for i in first], dtype=np.float64)
+    out = out[codes]
+    return out[:, 0], out[:, 1], out[:, 2]
+
+
+@functools.cache
+def flash_tile(rounded: float, causal: bool, shared_per_sm: float) -> tuple[float, float, float]:
+    """``flash_tiles`` of one head_dim size (a ``FLASH_TILES`` key), mask and GPU shared memory per SM."""
+    tile = FLASH_TILES[int(rounded)]
     sm8x = shared_per_sm < SM8X_SHARED_PER_SM
-    for (size, masked), tile in FLASH_TILES_SM8X.items():
-        out[sm8x & (rounded == size) & (causal == masked)] = tile
+    if sm8x:
+        tile = FLASH_TILES_SM8X.get((rounded, causal), tile)
     # 2·d·(128 + 2·64) bytes do not fit an sm86/sm89 block; on H100/H200/B200 64×64 gets two CTAs per SM
-    out[(rounded >= 224) & sm8x] = (64, 64, 4)
-    out[(rounded == 256) & (shared_per_sm >= 4 * 256 * (64 + 2 * 64))] = (64, 64, 4)
-    return out
+    if (rounded >= 224 and sm8x) or (rounded == 256 and shared_per_sm >= 4 * 256 * (64 + 2 * 64)):
+        tile = (64, 64, 4)
+    return tuple(float(v) for v in tile)
 
 
 def flash_splits(units: np.ndarray, slots: np.ndarray, n_blocks: np.ndarray) -> np.ndarray:
     """K/V splits PyTorch's FlashAttention-2 picks (``num_splits_heuristic``): none when the CTAs almost fill
     ``slots`` (0.8); else the fewest splits whose wave efficiency is within 85% of the best over the eligible
     counts (a count is eligible when it changes the blocks per split), at most min(128, slots, n_blocks)."""
+    if num.of(units) is num.SCALARS:  # one description: none, or its row through the columns' search
+        if not units < 0.8 * slots:
+            return 1.0
+        return float(flash_splits(np.array([units]), np.array([slots]), np.array([n_blocks]))[0])
     out = np.ones(len(units))
     need = np.flatnonzero(units < 0.8 * slots)
     s = np.arange(1.0, MAX_SPLITS + 1)
@@ -127,26 +159,27 @@ def flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal) -> LibraryLaunch:
     """The kernel PyTorch's FlashAttention-2 forward (``mha_fwd``) launches, per row: a one-query causal call runs
     unmasked; a one-query GQA call (heads_q > heads_kv) runs as heads_q / heads_kv query rows of heads_kv heads;
     then the split heuristic over CTAs of 64 rows picks the split-KV kernel (its own tiles) or the standard one."""
-    flash = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "flash"
-    launched = np.where(flash, causal & (sq > 1), causal)
+    xp = num.of(b)
+    flash = _backend(cols) == "flash"
+    launched = xp.where(flash, causal & (sq > 1), causal)
     swap = (sq == 1) & (hq > hkv)
-    rows = np.where(swap, hq / hkv, sq)
-    heads = np.where(swap, hkv, hq)
-    split_bn = np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))
-    n_blocks = np.ceil(skv / split_bn)
-    slots = SPLIT_CTAS_PER_SM * gpu["sm_count"] * np.ones(len(b))
-    splits = np.ones(len(b))
-    if flash.any():
-        splits[flash] = flash_splits((b * heads * np.ceil(rows / SPLIT_BLOCK_M))[flash], slots[flash], n_blocks[flash])
-    tiles = np.full((len(b), 3), np.nan)
-    tiles[flash] = np.where(
-        (splits > 1)[flash, None],
-        np.stack([np.full(len(b), SPLIT_BLOCK_M), split_bn, np.full(len(b), 4.0)], axis=1)[flash],
-        flash_tiles(d, launched, gpu["shared_memory_per_sm_bytes"] * np.ones(len(b)))[flash],
-    )
-    return LibraryLaunch(
-        tiles[:, 0], tiles[:, 1], tiles[:, 2], splits, np.where(flash, rows, sq), np.where(flash, heads, hq), launched
-    )
+    rows = xp.where(swap, hq / hkv, sq)
+    heads = xp.where(swap, hkv, hq)
+    split_bn = xp.where(d <= 64, 256.0, xp.where(d <= 128, 128.0, 64.0))
+    n_blocks = xp.ceil(skv / split_bn)
+    slots = SPLIT_CTAS_PER_SM * gpu["sm_count"] * xp.full(b, 1.0)
+    units = b * heads * xp.ceil(rows / SPLIT_BLOCK_M)
+    if xp is num.SCALARS:
+        splits = flash_splits(units, slots, n_blocks) if flash else 1.0
+    else:
+        splits = np.ones(len(b))
+        if flash.any():
+            splits[flash] = flash_splits(units[flash], slots[flash], n_blocks[flash])
+    split = splits > 1
+    std = flash_tiles(d, launched, gpu["shared_memory_per_sm_bytes"] * xp.full(b, 1.0))
+    tile = (float(SPLIT_BLOCK_M), split_bn, 4.0)
+    bm, bn, warps = (xp.where(flash, xp.where(split, s, t), num.NAN) for s, t in zip(tile, std))
+    return LibraryLaunch(bm, bn, warps, splits, xp.where(flash, rows, sq), xp.where(flash, heads, hq), launched)
 
 
 #: cuDNN's SDPA forward on the H200 (the kernel names of our rows, cuDNN 9 with torch 2.11): prefill runs the sm90
@@ -156,28 +189,25 @@ def flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal) -> LibraryLaunch:
 CUDNN_PREFILL_TILE, CUDNN_DECODE_ROWS, CUDNN_LEAN_KEYS = (64, 128, 4), 16, 512
 
 
-def cudnn_launch(cols, gpu, b, hq, hkv, sq, skv) -> LibraryLaunch:
+def cudnn_launch(cols, gpu, b, hq, hkv, sq, skv, causal) -> LibraryLaunch:
     """The kernel cuDNN's SDPA forward launches per row (``CUDNN_PREFILL_TILE``, ``CUDNN_DECODE_ROWS``)."""
-    on = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "cudnn"
+    xp = num.of(b)
+    on = _backend(cols) == "cudnn"
     decode = sq == 1
     group = hq / hkv
-    bn = np.where(skv <= 32, 32.0, np.where((skv <= 128) | ((skv < 249) & (b <= 9)), 64.0, 128.0))
-    bm = np.where(bn == 128, CUDNN_DECODE_ROWS, 64.0)
-    units = b * hkv * np.ceil(group / bm)
+    bn = xp.where(skv <= 32, 32.0, xp.where((skv <= 128) | ((skv < 249) & (b <= 9)), 64.0, 128.0))
+    bm = xp.where(bn == 128, float(CUDNN_DECODE_ROWS), 64.0)
+    units = b * hkv * xp.ceil(group / bm)
     lean = decode & (bn == 128) & (units <= gpu["sm_count"] / 2) & (skv > CUDNN_LEAN_KEYS)
-    splits = np.where(lean, np.minimum(np.ceil(gpu["sm_count"] / units), np.ceil(skv / 128)), 1.0)
-    tiles = np.where(
-        decode[:, None], np.stack([bm, bn, np.full(len(b), 4.0)], axis=1), np.array(CUDNN_PREFILL_TILE, float)
-    )
-    tiles[~on] = np.nan
+    splits = xp.where(lean, xp.minimum(xp.ceil(gpu["sm_count"] / units), xp.ceil(skv / 128)), 1.0)
+    tile = (xp.where(decode, t, float(p)) for t, p in zip((bm, bn, 4.0), CUDNN_PREFILL_TILE))
+    packed = on & decode
     return LibraryLaunch(
-        tiles[:, 0],
-        tiles[:, 1],
-        tiles[:, 2],
-        np.where(on, splits, 1.0),
-        np.where(on & decode, group, sq),
-        np.where(on & decode, hkv, hq),
-        np.atleast_1d(np.asarray(cols["causal"], dtype=bool)) & ~(on & decode),
+        *(xp.where(on, t, num.NAN) for t in tile),
+        xp.where(on, splits, 1.0),
+        xp.where(packed, group, sq),
+        xp.where(packed, hkv, hq),
+        xp.where(packed, False, causal),
     )
 
 
@@ -195,18 +225,17 @@ def efficient_launch(cols, b, hq, sq, d, causal, pairs) -> tuple[LibraryLaunch, 
     packing: it takes one query head per CTA row of the grid), and the bytes its fp32 output buffer moves past head_dim
     128: each valid query row's d floats read and written once per key block it visits (``pairs``: the attended
     (query, key) pairs, ``attended_pairs``)."""
-    on = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "efficient"
-    limits = np.array([t[0] for t in EFFICIENT_TILES], dtype=np.float64)
-    pick = np.minimum(np.searchsorted(limits, d), len(limits) - 1)
-    bm = np.array([t[1] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
-    bn = np.array([t[2] for t in EFFICIENT_TILES], dtype=np.float64)[pick]
+    xp = num.of(b)
+    on = _backend(cols) == "efficient"
+    _, bm, bn = (float(v) for v in EFFICIENT_TILES[-1])
+    for limit, m, n in reversed(EFFICIENT_TILES[:-1]):  # the smallest tile whose head_dim holds the call's
+        bm, bn = xp.where(d <= limit, float(m), bm), xp.where(d <= limit, float(n), bn)
     row_blocks = pairs / bn + sq  # (query row, key block) visits, ceil'd per row at most
     gmem = on & (d > EFFICIENT_TILES[1][0])
-    buffer_bytes = np.where(gmem, 2.0 * 4.0 * b * hq * row_blocks * d, 0.0)
-    nan = np.full(len(b), np.nan)
+    buffer_bytes = xp.where(gmem, 2.0 * 4.0 * b * hq * row_blocks * d, 0.0)
     launch = LibraryLaunch(
-        np.where(on, bm, nan), np.where(on, bn, nan), np.where(on, float(EFFICIENT_WARPS), nan), np.ones(len(b)), sq,
-        hq, causal,
+        xp.where(on, bm, num.NAN), xp.where(on, bn, num.NAN), xp.where(on, float(EFFICIENT_WARPS), num.NAN),
+        xp.full(b, 1.0), sq, hq, causal,
     )  # fmt: skip
     return launch, buffer_bytes
 
@@ -224,12 +253,13 @@ CUDNN_DECODE_HEAD_DIMS = (64.0, 128.0, 256.0)
 
 def kernel_head_dim(backend: np.ndarray, d: np.ndarray, sq: np.ndarray) -> np.ndarray:
     """The head_dim each row's kernel computes at (``CUDNN_DECODE_HEAD_DIMS``, ``FLASH_TILES``)."""
+    xp = num.of(d)
     flash = _round_up(d, sorted(FLASH_TILES))
-    cudnn = np.where(sq == 1, _round_up(d, CUDNN_DECODE_HEAD_DIMS), np.ceil(d / 64.0) * 64.0)
-    efficient = np.where(d <= 64, 64.0, np.ceil(d / 128.0) * 128.0)
-    out = np.where(backend == "flash", np.maximum(flash, d), d)
-    out = np.where(backend == "cudnn", np.maximum(cudnn, d), out)
-    return np.where(backend == "efficient", efficient, out)
+    cudnn = xp.where(sq == 1, _round_up(d, CUDNN_DECODE_HEAD_DIMS), xp.ceil(d / 64.0) * 64.0)
+    efficient = xp.where(d <= 64, 64.0, xp.ceil(d / 128.0) * 128.0)
+    out = xp.where(backend == "flash", xp.maximum(flash, d), d)
+    out = xp.where(backend == "cudnn", xp.maximum(cudnn, d), out)
+    return xp.where(backend == "efficient", efficient, out)
 
 
 def mask_row_align(backend: np.ndarray, mask: np.ndarray, skv: np.ndarray) -> np.ndarray:
@@ -237,19 +267,33 @@ def mask_row_align(backend: np.ndarray, mask: np.ndarray, skv: np.ndarray) -> np
     additive mask as given, seq_kv elements a row; PyTorch pads it to a multiple of 8 elements for the memory-efficient
     kernel (``preprocess_mask``); 16 B where no mask is read. On our H100 and H200 cuDNN rows a K/V step with an odd
     seq_kv took ~1.6× as long as with an even one (benchmarks/RESULTS.md §42)."""
+    xp = num.of(skv)
     unpadded = (backend == "cudnn") & (mask > 0)
-    return np.where(unpadded, np.minimum(pow2_dividing(skv) + 1.0, 4.0), 4.0)
+    return xp.where(unpadded, xp.minimum(pow2_dividing(skv) + 1.0, 4.0), 4.0)
+
+
+#: the backends whose kernels read an explicit mask
+MASK_BACKENDS = ("cudnn", "efficient")
+
+
+def mask_read(c):
+    """The ``mask`` rule: no mask, or one a kernel reads (causal false, a ``MASK_BACKENDS`` backend); one
+    description's Python values (``validate_one``) in plain comparisons, no numpy call."""
+    if isinstance(c["backend"], str):
+        return not c["mask"] or (not c["causal"] and c["backend"] in MASK_BACKENDS)
+    return np.logical_not(c["mask"]) | (~np.asarray(c["causal"], dtype=bool) & np.isin(c["backend"], MASK_BACKENDS))
 
 
 def attention_features(cols, gpu) -> dict[str, np.ndarray]:
     """Features of softmax(Q·Kᵀ)·V forward, one value per row."""
+    xp = num.of(cols["batch"])
     b, hq, hkv, sq, skv, d = (
-        np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim")
+        xp.floats(cols[c]) for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim")
     )
-    causal = np.asarray(cols["causal"], dtype=bool)
-    mask = np.asarray(cols["mask"], dtype=np.float64) if "mask" in cols else np.zeros_like(b)
+    causal = _causal(cols)
+    mask = xp.floats(cols["mask"]) if "mask" in cols else xp.full(b, 0.0)
     mask_bytes = mask * b * hq * sq * skv * 2.0  # an explicit mask: read per head (broadcast over them)
-    backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
+    backend = _backend(cols)
     elem = lookup(cols["dtype"], "bytes")
     pairs = attended_pairs(sq, skv, causal)
     flops = attention_flops(cols)
@@ -263,26 +307,26 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         cfg, ("block_m", "block_n", "num_warps", "num_stages"), (DEFAULT_BLOCK_M, np.nan, np.nan, np.nan)
     )  # NaN: the library chose
     flash = flash_launch(cols, gpu, b, hq, hkv, sq, skv, d, causal)
-    cudnn = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv)
-    fa = LibraryLaunch(*(np.where(np.isnan(cudnn.block_m), f, c) for f, c in zip(flash, cudnn)))
-    fa = LibraryLaunch(*(np.where(np.isnan(efficient.block_m), f, e) for f, e in zip(fa, efficient)))
-    library = ~np.isnan(fa.block_m)  # the library's own tiles; one K/V buffer each (no pipeline stages)
-    bm, bn = np.where(library, fa.block_m, bm), np.where(library, fa.block_n, bn)
-    warps, stages = np.where(library, fa.warps, warps), np.where(library, 1.0, stages)
-    units = np.ceil(fa.seq_q / bm) * fa.heads * b * fa.splits
+    cudnn = cudnn_launch(cols, gpu, b, hq, hkv, sq, skv, causal)
+    fa = LibraryLaunch(*(xp.where(xp.isnan(cudnn.block_m), f, c) for f, c in zip(flash, cudnn)))
+    fa = LibraryLaunch(*(xp.where(xp.isnan(efficient.block_m), f, e) for f, e in zip(fa, efficient)))
+    configured = xp.isnan(fa.block_m)  # else the library's own tiles; one K/V buffer each (no pipeline stages)
+    bm, bn = xp.where(configured, bm, fa.block_m), xp.where(configured, bn, fa.block_n)
+    warps, stages = xp.where(configured, warps, fa.warps), xp.where(configured, stages, 1.0)
+    units = xp.ceil(fa.seq_q / bm) * fa.heads * b * fa.splits
     waves, wave_eff = tile_waves(units, gpu["sm_count"])
     return {
         **roofline_floors(flops, nbytes, peak, gpu),
-        "log_batch": np.log2(b),
+        "log_batch": xp.log2(b),
         "heads_q": hq,
         "heads_kv": hkv,
         "gqa_ratio": hq / hkv,
-        "log_seq_q": np.log2(sq),
-        "log_seq_kv": np.log2(skv),
+        "log_seq_q": xp.log2(sq),
+        "log_seq_kv": xp.log2(skv),
         "head_dim": d,
         "kernel_head_dim": kernel_head_dim(backend, d, sq),
         "mask_row_align": mask_row_align(backend, mask, skv),
-        "causal": causal.astype(np.float64),
+        "causal": xp.as_float(causal),
         "mask_bytes_share": mask_bytes / (nbytes + mask_bytes),
         "elem_bytes": elem,
         "peak_flops": peak,
@@ -294,39 +338,39 @@ def attention_features(cols, gpu) -> dict[str, np.ndarray]:
         "num_stages": stages,
         "kv_splits": fa.splits,
         "launch_seq_q": fa.seq_q,
-        "launch_causal": fa.causal.astype(np.float64),
+        "launch_causal": xp.as_float(fa.causal),
         # the split-KV partial outputs (fp32 O and log-sum-exp per split) the combine kernel reads back
-        "split_accum_bytes": np.where(fa.splits > 1, fa.splits * b * fa.heads * fa.seq_q * (d + 1) * 4.0, 0.0),
+        "split_accum_bytes": xp.where(fa.splits > 1, fa.splits * b * fa.heads * fa.seq_q * (d + 1) * 4.0, 0.0),
         "work_units": units,
         "waves": waves,
         "wave_efficiency": wave_eff,
-        "kv_fits_l2": (kv_bytes <= gpu["l2_bytes"]).astype(np.float64),
+        "kv_fits_l2": xp.as_float(kv_bytes <= gpu["l2_bytes"]),
     }
 
 
 def attention_flops(cols) -> np.ndarray:
     """4·batch·heads_q·head_dim per attended (query, key) pair: Q·Kᵀ and P·V."""
-    b, hq, sq, skv, d = (
-        np.asarray(cols[c], dtype=np.float64) for c in ("batch", "heads_q", "seq_q", "seq_kv", "head_dim")
-    )
-    return 4 * b * hq * d * attended_pairs(sq, skv, np.asarray(cols["causal"], dtype=bool))
+    xp = num.of(cols["batch"])
+    b, hq, sq, skv, d = (xp.floats(cols[c]) for c in ("batch", "heads_q", "seq_q", "seq_kv", "head_dim"))
+    return 4 * b * hq * d * attended_pairs(sq, skv, _causal(cols))
 
 
 def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     bm, bn, warps = base["block_m"], base["block_n"], base["num_warps"]
     # shared memory per CTA: Triton's as it allocates it (the config rule's formula); a library kernel's Q tile and
     # one K and one V tile; the tiles and steps at the head_dim the kernel computes at
-    triton = np.atleast_1d(np.asarray(cols["backend"], dtype=object)) == "triton"
-    d = np.where(triton, base["head_dim"], base["kernel_head_dim"])
+    xp = num.of(bm)
+    triton = _backend(cols) == "triton"
+    d = xp.where(triton, base["head_dim"], base["kernel_head_dim"])
     library = (bm * d + 2 * bn * d) * base["elem_bytes"]
     cfg = {"block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": base["num_stages"]}
-    smem = np.where(triton, triton_attention_shared(cols, cfg, base["elem_bytes"]), library)
+    smem = xp.where(triton, triton_attention_shared(cols, cfg, base["elem_bytes"]), library)
     split = base["kv_splits"] > 1  # each split's CTAs step over its share of the K/V blocks
-    skv = np.asarray(cols["seq_kv"], dtype=np.float64)
+    skv = xp.floats(cols["seq_kv"])
     loop = kv_loop(
         {
             "seq_q": base["launch_seq_q"],
-            "seq_kv": np.where(split, np.ceil(np.ceil(skv / bn) / base["kv_splits"]) * bn, skv),
+            "seq_kv": xp.where(split, xp.ceil(xp.ceil(skv / bn) / base["kv_splits"]) * bn, skv),
             "causal": base["launch_causal"] > 0,
         },
         bm,
@@ -335,26 +379,23 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     # FlashAttention-2's kernels are built for 255 registers a thread (no spills); Triton's as compiled for the
     # GPU's architecture where the config's table holds it (its stack frame: what spills), else the estimate
     estimate = triton_attention_registers(bm, bn, d, warps)
-    compiled, stack = compiled_resources(
-        "triton_attention", cols["gpu"], cols["dtype"], d, cols["causal"], bm, bn, warps, base["num_stages"]
-    )
-    compiled, stack = np.where(triton, compiled, np.nan), np.where(triton, stack, np.nan)
+    compiled, stack = compiled_attention_resources(cols, triton, d, bm, bn, warps, base["num_stages"])
     # (what a thread asks for: the registers it got plus the 4-byte words it spilled)
-    asked = np.where(np.isnan(compiled), estimate, compiled + stack / 4.0)
-    registers = np.where(triton, asked, np.where(np.isnan(bn), np.nan, MAX_REGISTERS))
-    spilled = np.where(np.isnan(stack), np.maximum(registers - MAX_REGISTERS, 0.0), stack / 4.0)
+    asked = xp.where(xp.isnan(compiled), estimate, compiled + stack / 4.0)
+    registers = xp.where(triton, asked, xp.where(xp.isnan(bn), num.NAN, float(MAX_REGISTERS)))
+    spilled = xp.where(xp.isnan(stack), xp.maximum(registers - MAX_REGISTERS, 0.0), stack / 4.0)
     ctas = base["work_units"]
     steps = ctas / loop.blocks * loop.steps  # K/V steps over every CTA
     # the tiles as run: every step computes a whole block_m x block_n score tile (masked rows and columns included)
     tile_flops = 4.0 * bm * bn * d
     ring, wgmma = triton_ring(cols["gpu"], bm, warps, base["num_stages"])
-    step = step_cycles(bm, bn, d, warps, ~triton | wgmma, base)
+    step = step_cycles(bm, bn, d, warps, xp.where(triton, wgmma, True), base)
     clock = base["gpu_boost_clock_hz"]
     return {
         # the dot's instruction (wgmma reads its operands from shared memory, mma.sync from registers) and the K/V
         # tiles' pipeline buffers: what Triton compiled for the config (NaN on the library kernels' rows)
-        "wgmma": np.where(triton, wgmma.astype(np.float64), np.nan),
-        "kv_buffers": np.where(triton, ring, np.nan),
+        "wgmma": xp.where(triton, xp.as_float(wgmma), num.NAN),
+        "kv_buffers": xp.where(triton, ring, num.NAN),
         "smsp_share": smsp_share(warps),
         "step_mma_share": step.mma / step.total,
         "step_cycles": step.total,
@@ -376,6 +417,16 @@ def learned_features(cols, gpu, base) -> dict[str, np.ndarray]:
     }
 
 
+def compiled_attention_resources(cols, triton, d, bm, bn, warps, stages):
+    """(registers, stack bytes) a thread of kernelcast's Triton attention got from ptxas for the row's config on its
+    GPU's architecture (``features.compiled``'s ``triton_attention`` table); NaN on the library kernels' rows."""
+    keys = (cols["dtype"], d, cols["causal"], bm, bn, warps, stages)
+    if num.of(bm) is num.SCALARS:  # one description: a library kernel looks nothing up
+        return compiled_resource("triton_attention", cols["gpu"], *keys) if triton else (num.NAN, num.NAN)
+    compiled, stack = compiled_resources("triton_attention", cols["gpu"], *keys)
+    return np.where(triton, compiled, np.nan), np.where(triton, stack, np.nan)
+
+
 #: one Hopper/Ampere SM per clock: exp2 on its special-function units, fp32 lanes; mma.sync sustains about half the
 #: tensor rate wgmma does; fp32 operations per score element (scale, mask, max, subtract, sum, convert) and per
 #: O element (the online softmax's rescale) in each K/V step
@@ -392,7 +443,7 @@ class StepCycles(NamedTuple):
 
 def smsp_share(warps) -> np.ndarray:
     """The share of an SM's sub-partitions one CTA's warps occupy (its dots and exp2 run on theirs only)."""
-    return np.minimum(warps, SUB_PARTITIONS) / SUB_PARTITIONS
+    return num.of(warps).minimum(warps, SUB_PARTITIONS) / SUB_PARTITIONS
 
 
 def step_cycles(bm, bn, d, warps, wgmma, base) -> StepCycles:
@@ -401,7 +452,7 @@ def step_cycles(bm, bn, d, warps, wgmma, base) -> StepCycles:
     the sub-partitions its warps occupy. Serial: a step's dots wait for its softmax (no warp specialization)."""
     share = smsp_share(warps)
     per_clock = base["peak_flops"] / base["gpu_sm_count"] / base["gpu_boost_clock_hz"]
-    mma = 4.0 * bm * bn * d / (per_clock * np.where(wgmma, 1.0, MMA_SYNC_RATE)) / share
+    mma = 4.0 * bm * bn * d / (per_clock * num.of(bm).where(wgmma, 1.0, MMA_SYNC_RATE)) / share
     softmax = bm * bn / SFU_PER_SM_CLOCK + (SCORE_OPS * bm * bn + RESCALE_OPS * bm * d) / FP32_PER_SM_CLOCK
     return StepCycles(mma, mma + softmax / share)
 
@@ -417,15 +468,15 @@ def kv_loop(cols, bm, bn) -> KvLoop:
     block steps over the keys in block_n tiles up to its causal limit, min(seq_kv, (i + 1)·block_m + seq_kv −
     seq_q); without a mask every block steps over all of seq_kv. Steps round up per block (a half-empty last tile
     costs a whole one), taken here as half a step per block on average."""
-    sq = np.asarray(cols["seq_q"], dtype=np.float64)
-    skv = np.asarray(cols["seq_kv"], dtype=np.float64)
-    causal = np.asarray(cols["causal"], dtype=bool)
-    blocks = np.ceil(sq / bm)
-    full = np.ceil(skv / bn)
+    xp = num.of(cols["seq_kv"])
+    sq, skv = xp.floats(cols["seq_q"]), xp.floats(cols["seq_kv"])
+    causal = _causal(cols)
+    blocks = xp.ceil(sq / bm)
+    full = xp.ceil(skv / bn)
     # causal: blocks 0..M-2 stop at (i + 1)·bm + diag, the last at seq_kv
     reach = bm * (blocks - 1) * blocks / 2 + (blocks - 1) * (skv - sq) + skv
     causal_steps = reach / bn + 0.5 * (blocks - 1) + (full - skv / bn)
-    return KvLoop(blocks, np.where(causal, np.minimum(causal_steps, blocks * full), blocks * full), full)
+    return KvLoop(blocks, xp.where(causal, xp.minimum(causal_steps, blocks * full), blocks * full), full)
 
 
 def triton_attention_registers(bm, bn, d, warps) -> np.ndarray:
@@ -441,9 +492,10 @@ def attention_scale(f) -> np.ndarray:
     on Triton rows (``wgmma`` set) the K/V steps at their modelled cycles (``step_cycles``: every CTA's over the
     SMs, or the longest CTA's loop); on the library kernels' rows their padded tiles' compute at peak or the longest
     CTA's loop on one SM at peak."""
-    library = np.fmax(f["padded_compute_us"], f["longest_cta_us"])
-    body = np.where(np.isnan(f["wgmma"]), library, np.fmax(f["busy_us"], f["loop_us"]))
-    return latency_scale(np.fmax(f["floor_us"], body), f["gpu_boost_clock_hz"])
+    xp = num.of(f["floor_us"])
+    library = xp.fmax(f["padded_compute_us"], f["longest_cta_us"])
+    body = xp.where(xp.isnan(f["wgmma"]), library, xp.fmax(f["busy_us"], f["loop_us"]))
+    return latency_scale(xp.fmax(f["floor_us"], body), f["gpu_boost_clock_hz"])
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's; the
@@ -462,7 +514,9 @@ COMPUTE_EFFICIENCY = {
 
 
 def analytical(cols, f) -> tuple[np.ndarray, np.ndarray]:
-    return roofline_latency(f, per_backend(COMPUTE_EFFICIENCY, cols["backend"]), 1.0)
+    backend = cols["backend"]  # one description's name: its Python number (its features are Python numbers too)
+    eff = COMPUTE_EFFICIENCY[backend] if isinstance(backend, str) else per_backend(COMPUTE_EFFICIENCY, backend)
+    return roofline_latency(f, eff, 1.0)
 
 
 def triton_attention_shared(cols, cfg, elem_bytes) -> np.ndarray:
@@ -470,10 +524,11 @@ def triton_attention_shared(cols, cfg, elem_bytes) -> np.ndarray:
     block_m×head_dim Q tile once, the K and V tiles in ``triton_ring`` buffers each, and the P tile of the second
     dot when it runs on mma.sync (wgmma reads it from registers). The Required bytes of 303 of 304 configs the H200
     refused, and the fit of every measured row (benchmarks/RESULTS.md §17)."""
-    d = np.atleast_1d(np.asarray(cols["head_dim"], dtype=np.float64))
+    xp = num.of(cols["head_dim"])
+    d = xp.floats1d(cols["head_dim"])
     bm, bn = cfg["block_m"], cfg["block_n"]
     ring, wgmma = triton_ring(cols["gpu"], bm, cfg["num_warps"], cfg["num_stages"])
-    return (bm * d + 2 * ring * bn * d + np.where(wgmma, 0.0, bm * bn)) * elem_bytes
+    return (bm * d + 2 * ring * bn * d + xp.where(wgmma, 0.0, bm * bn)) * elem_bytes
 
 
 SPEC = register(
@@ -505,10 +560,7 @@ SPEC = register(
             Rule("head_dim", lambda c: c["head_dim"] % 8 == 0, lambda c: "a multiple of 8 in [8, 1024]"),
             Rule(
                 "mask",
-                lambda c: (
-                    np.logical_not(c["mask"])
-                    | (~np.asarray(c["causal"], dtype=bool) & np.isin(c["backend"], ("cudnn", "efficient")))
-                ),
+                mask_read,
                 lambda c: (
                     "false unless causal is false and backend is cudnn or efficient (the kernels that read a mask: "
                     "SDPA's flash backend takes none, Triton's here has none)"
@@ -560,6 +612,7 @@ SPEC = register(
             "backend": "flash",
         },
         range_columns=("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"),
+        scalar_features=True,
         # many rounds at depth 8: with the library kernels' launch features, flash 1.90 -> 1.59% and cuDNN 2.66 ->
         # 2.22% median in a shape-held-out split of the training rows, Triton 9.21 -> 9.37% config-held-out (depth 6)
         # (benchmarks/RESULTS.md §21). Triton rows get trees of their own and the shared trees are fitted without

@@ -1,0 +1,92 @@
+"""One warm ``predict_latency`` call against another checkout, in one run: p50 per description on each tree.
+
+Usage: python benchmarks/bench_one_call.py --base /path/to/other/checkout [--calls 2000] [--json-out PATH]
+Each tree is timed in its own subprocess (PYTHONPATH=<tree>, so ``kernelcast`` is that tree's code), the two
+alternating description by description; only the ratio within one run means anything on a shared machine.
+Prints a table; writes JSON (default benchmarks/results/bench_one_call.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+ATTENTION = {"op": "attention", "dtype": "bf16", "batch": 1, "heads_q": 32, "heads_kv": 8, "head_dim": 128}
+#: representative learned descriptions: name -> description
+DESCRIPTIONS = {
+    "gemm cublas H200 4096x4096x4096": {
+        "op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096,
+    },
+    "attention flash H100 prefill 4096 causal": {
+        **ATTENTION, "gpu": "H100", "backend": "flash", "seq_q": 4096, "seq_kv": 4096, "causal": True,
+    },
+    "attention flash H200 GQA decode 8192 (split-KV)": {
+        **ATTENTION, "gpu": "H200", "backend": "flash", "batch": 4, "seq_q": 1, "seq_kv": 8192, "causal": True,
+    },
+    "attention cudnn H200 decode 4096": {
+        **ATTENTION, "gpu": "H200", "backend": "cudnn", "batch": 8, "seq_q": 1, "seq_kv": 4096, "causal": False,
+    },
+    "attention efficient H100 masked 2048": {
+        **ATTENTION, "gpu": "H100", "backend": "efficient", "seq_q": 2048, "seq_kv": 2048, "causal": False,
+        "mask": True,
+    },
+    "attention triton H200 prefill 2048 (config)": {
+        **ATTENTION, "gpu": "H200", "backend": "triton", "seq_q": 2048, "seq_kv": 2048, "causal": True,
+        "config": {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3},
+    },
+}  # fmt: skip
+
+#: run in the tree's own interpreter: warm p50 (µs) of ``calls`` predict_latency calls of one description
+TIMER = """
+import json, sys, time
+from kernelcast import predict_latency
+desc, calls = json.loads(sys.argv[1]), int(sys.argv[2])
+answer = predict_latency(desc)
+for _ in range(200):
+    predict_latency(desc)
+times = []
+for _ in range(calls):
+    t0 = time.perf_counter_ns()
+    predict_latency(desc)
+    times.append(time.perf_counter_ns() - t0)
+times.sort()
+print(json.dumps({"p50_us": times[len(times) // 2] / 1e3, "model": answer.model, "latency_us": answer.latency_us}))
+"""
+
+
+def time_tree(tree: Path, desc: dict, calls: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(
+        [sys.executable, "-c", TIMER, json.dumps(desc), str(calls)],
+        cwd=tree, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, required=True, help="the other checkout (its tree on PYTHONPATH)")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--json-out", type=Path, default=HERE / "benchmarks" / "results" / "bench_one_call.json")
+    args = parser.parse_args()
+    rows = []
+    print(f"{'description':<50} {'base µs':>9} {'this µs':>9} {'speed-up':>8}  same answer")
+    for name, desc in DESCRIPTIONS.items():
+        base, this = time_tree(args.base, desc, args.calls), time_tree(HERE, desc, args.calls)
+        same = (base["model"], base["latency_us"]) == (this["model"], this["latency_us"])
+        rows.append({"description": name, "desc": desc, "base": base, "this": this, "same_answer": same})
+        speedup = base["p50_us"] / this["p50_us"]
+        print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same}")
+    meta = {"base": str(args.base), "this": str(HERE), "calls": args.calls, "python": platform.python_version(),
+            "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
+    args.json_out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
