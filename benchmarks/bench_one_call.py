@@ -1,7 +1,8 @@
-"""One warm ``predict_latency`` call against another checkout, in one run: p50 per description on each tree.
+"""One warm ``predict_latency`` call against another revision, in one run: p50 per description on each.
 
-Usage: python benchmarks/bench_one_call.py --base /path/to/other/checkout [--calls 2000] [--json-out PATH]
-Each tree is timed in its own subprocess (PYTHONPATH=<tree>, so ``kernelcast`` is that tree's code), the two
+Usage: python benchmarks/bench_one_call.py --baseline-python PY [--calls 2000] [--json-out PATH]
+``PY``: an interpreter whose installed kernelcast is the other revision (as bench_vs_aiconfigurator.py's
+``--baseline-python``); this interpreter's kernelcast is the other side. Each is timed in its own subprocess, the two
 alternating description by description; only the ratio within one run means anything on a shared machine.
 Prints a table; writes JSON (default benchmarks/results/bench_one_call.json).
 """
@@ -60,31 +61,31 @@ print(json.dumps({"p50_us": times[len(times) // 2] / 1e3, "model": answer.model,
 """
 
 
-def time_tree(tree: Path, desc: dict, calls: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def time_python(python: str, desc: dict, calls: int) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", TIMER, json.dumps(desc), str(calls)],
-        cwd=tree, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [python, "-P", "-c", TIMER, json.dumps(desc), str(calls)], capture_output=True, text=True, check=True
+    )  # -P: the interpreter's installed kernelcast, never a checkout in the working directory
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", type=Path, required=True, help="the other checkout (its tree on PYTHONPATH)")
+    parser.add_argument(
+        "--baseline-python", required=True, help="an interpreter whose installed kernelcast is the other revision"
+    )
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--json-out", type=Path, default=HERE / "benchmarks" / "results" / "bench_one_call.json")
     args = parser.parse_args()
     rows = []
     print(f"{'description':<50} {'base µs':>9} {'this µs':>9} {'speed-up':>8}  same answer")
     for name, desc in DESCRIPTIONS.items():
-        base, this = time_tree(args.base, desc, args.calls), time_tree(HERE, desc, args.calls)
+        base, this = time_python(args.baseline_python, desc, args.calls), time_python(sys.executable, desc, args.calls)
         same = (base["model"], base["latency_us"]) == (this["model"], this["latency_us"])
         rows.append({"description": name, "desc": desc, "base": base, "this": this, "same_answer": same})
         speedup = base["p50_us"] / this["p50_us"]
         print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same}")
-    meta = {"base": str(args.base), "this": str(HERE), "calls": args.calls, "python": platform.python_version(),
-            "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
+    meta = {"baseline_python": args.baseline_python, "this_python": sys.executable, "calls": args.calls,
+            "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
     args.json_out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
 
 
