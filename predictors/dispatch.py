@@ -156,13 +156,18 @@ def achieved(feats: Mapping[str, np.ndarray], latency_us: np.ndarray) -> dict[st
     }
 
 
+def _untuned_one(op: str, backend: str, config: str | None) -> bool:
+    """One description of a Triton backend that carries no config (answered at the config search's top pick)."""
+    return get_op(op).triton_config is not None and backend == "triton" and config is None
+
+
 def _untuned(cols: Mapping[str, np.ndarray], op: str) -> np.ndarray:
     """Rows of a Triton backend that carry no config (the predictors answer at the config search's top pick)."""
     if get_op(op).triton_config is None or "config" not in cols:
         return np.zeros(len(np.atleast_1d(cols["gpu"])), dtype=bool)
     backend = cols["backend"]
     if getattr(backend, "shape", None) == (1,) and getattr(cols["config"], "shape", None) == (1,):  # one row
-        return np.asarray([backend[0] == "triton" and cols["config"][0] is None])
+        return np.asarray([_untuned_one(op, backend[0], cols["config"][0])])
     backend = np.atleast_1d(np.asarray(cols["backend"], dtype=object))
     return (backend == "triton") & np.equal(np.atleast_1d(np.asarray(cols["config"], dtype=object)), None)
 
@@ -211,7 +216,7 @@ def _learned_row(chain: list, op: str, values: Mapping[str, Any]) -> Prediction 
     spec, model = get_op(op), chain[0]
     if not spec.scalar_features or not hasattr(model, "predict_row") or not model.covers_row(values):
         return None
-    if spec.triton_config is not None and values["backend"] == "triton" and values["config"] is None:
+    if _untuned_one(op, values["backend"], values.get("config")):
         return None  # answered at the config search's top pick
     feats = _one_description_features(op, values)
     if feats is None:
