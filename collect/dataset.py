@@ -379,7 +379,8 @@ def read_dataset(root: str | os.PathLike, op: str | None = None):
     return read_table(parquet_files([base])).to_pandas()
 
 
-def _run(cmd: list[str]) -> str | None:
+def query(cmd: list[str]) -> str | None:
+    """The first line a command prints, or None where it cannot run or fails."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -419,7 +420,7 @@ def provenance(source: str, method: str) -> dict[str, str | None]:
     torch is imported only on a GPU host (an NVIDIA driver or /dev/kfd) or when already loaded;
     elsewhere its CUDA facts are None and its version comes from the package metadata.
     """
-    driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    driver = query(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     gpu_host = driver is not None or Path("/dev/kfd").exists() or "torch" in sys.modules
     facts = _torch_facts() if gpu_host else {"gpu_name": None, "cuda": None, "nccl": None}
     repo = Path(__file__).resolve().parent.parent
@@ -430,7 +431,7 @@ def provenance(source: str, method: str) -> dict[str, str | None]:
         "torch": _dist_version("torch"),
         "triton": _dist_version("triton"),
         "collector_version": _dist_version("kernelcast"),
-        "git_rev": os.environ.get("KERNELCAST_GIT_REV") or _run(["git", "-C", str(repo), "rev-parse", "HEAD"]),
+        "git_rev": os.environ.get("KERNELCAST_GIT_REV") or query(["git", "-C", str(repo), "rev-parse", "HEAD"]),
         "host": socket.gethostname(),
         "time": utc_now(),
         "method": method,

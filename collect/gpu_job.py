@@ -218,7 +218,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", help="an existing plan file (instead of --sweeps)")
     p.add_argument("--out", required=True, help="output folder (resumable: rerun with the same --out)")
     p.add_argument("--gpus", type=gpus_arg, default=[0], help="comma-separated GPU indices, one worker process each")
-    p.add_argument("--gpu-name", default="H200", help="GPU name for the descriptions")
+    p.add_argument(
+        "--gpu-name", default=None, help="GPU name for the descriptions (default: what nvidia-smi calls the first GPU)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timer", choices=sorted(TIMERS), default="cupti", help="measuring backend (default cupti)")
     p.add_argument("--cache", default="cold", choices=("cold", "warm"))
@@ -252,8 +254,19 @@ def _write_plan(args, out: Path) -> None:
     if (out / "plan.jsonl").exists():
         return
     sweeps = [s for s in args.sweeps.split(",") if s]
-    plan = load_plan(args.plan) if args.plan else build_plan(sweeps, args.gpu_name, args.seed)
+    plan = load_plan(args.plan) if args.plan else build_plan(sweeps, args.gpu_name or local_gpu(args.gpus), args.seed)
     save_plan(plan, out / "plan.jsonl")
+
+
+def local_gpu(gpus: Sequence[int]) -> str:
+    """The GPU table's name for the first of ``gpus``, from nvidia-smi (``--gpu-name`` where it names none)."""
+    from kernelcast.collect.dataset import query
+    from kernelcast.features.gpu import resolve_gpu_name
+
+    name = query(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", str(gpus[0])])
+    if name is None:
+        raise ValueError(f"--gpu-name is needed: nvidia-smi names no GPU {gpus[0]} on this host")
+    return resolve_gpu_name(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

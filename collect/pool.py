@@ -31,6 +31,7 @@ from kernelcast.collect.worker import (
     serve,
     timer_spec,
 )
+from kernelcast.features.gpu import resolve_gpu_name
 
 
 class _Worker:
@@ -55,6 +56,7 @@ class _Worker:
         self.state, self.deadline, self.sent_at = "starting", time.monotonic() + START_TIMEOUT_S, 0.0
 
     def send(self, tasks: list[Task], timeout_s: float) -> None:
+        check_device(self.provenance.get("gpu_name"), tasks)
         try:
             self.conn.send(tasks)
         except OSError:  # it died since the last poll: the next poll sees it, tasks and all
@@ -80,6 +82,23 @@ class _Worker:
 
     def name(self) -> str:
         return f"worker for GPU {self.gpu}"
+
+
+def check_device(gpu_name: str | None, tasks: Sequence[Task]) -> None:
+    """A row names the GPU that measured it: a task planned for another kind of GPU than the worker's stops the run
+    before it is measured (a plan built for an H200, run on an H100, would label H100 times as the H200's). A device
+    the GPU table does not know, or none (a CPU timer), is not checked."""
+    try:
+        device = resolve_gpu_name(gpu_name) if gpu_name else None
+    except ValueError:
+        return
+    for task in tasks if device else ():
+        planned = task.desc.get("gpu")
+        if planned and resolve_gpu_name(planned) != device:
+            raise ValueError(
+                f"kernel_desc['gpu'] is {planned!r} (plan index {task.index}) but this worker's GPU is "
+                f"{gpu_name!r} ({device}); plan for the GPU that measures (gpu_job --gpu-name {device})"
+            )
 
 
 class WorkerPool:

@@ -203,3 +203,25 @@ def test_cli_run_status_merge_json(tmp_path, capsys):
     merged = json.loads(capsys.readouterr().out)
     assert merged["added"] == {"gemm": 5} and merged["noise"]["gemm"]["pairs"] == 1
     assert merged["noise"]["gemm"]["median"] == 0.0  # the synthetic fake repeats itself exactly
+
+
+def test_a_plan_for_another_gpu_is_refused_before_it_is_measured():
+    """Rows carry the measuring card's name (``gpu_name``) and the description's ``gpu``: an H200 plan handed to an
+    H100's worker would label H100 times as the H200's, so the worker's first chunk of it raises, naming both."""
+    from kernelcast.collect.pool import check_device
+    from kernelcast.collect.worker import Task
+
+    tasks = [Task(7, {**GEMM, "m": 64})]
+    with pytest.raises(ValueError, match=r"kernel_desc\['gpu'\] is 'H200' \(plan index 7\).*H100 80GB HBM3.*h100_sxm"):
+        check_device("NVIDIA H100 80GB HBM3", tasks)
+    check_device("NVIDIA H200", tasks)  # the card it was planned for
+    check_device(None, tasks)  # no GPU (a CPU timer): nothing to check
+    check_device("NVIDIA Tesla K80", tasks)  # a card the GPU table does not know: nothing to check against
+
+
+def test_without_gpu_name_the_job_asks_for_one_where_nvidia_smi_names_no_gpu(monkeypatch):
+    from kernelcast.collect import gpu_job
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi, as on this CPU host and in CI
+    with pytest.raises(ValueError, match="--gpu-name is needed: nvidia-smi names no GPU 0"):
+        gpu_job.local_gpu([0])

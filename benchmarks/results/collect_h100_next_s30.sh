@@ -6,12 +6,9 @@
 # times three other pools on the H100: wide7's, wide6's and wide5's (pool_seeds 308, 307, 306). Triton attention is
 # left out: its config space (block_m, block_n, warps, stages) holds ~115 configs clear of the test sets, and the
 # H100's 110 already cover most of it. Merge each, list with role train, retrain gemm.
-# First (added by the thirtieth session) masked SDPA over every head_dim 32-256 in steps of 8 (attention_masked_wide2):
-# merge it apart, role train, retrain attention.
 #   GPU_NAME=H100 KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s30.sh
 FINISH_LOGS=tar
 NAME=kc_s30 source benchmarks/results/device_common.sh
-measure maskedhd attention_masked_wide2 1321 120
 measure tritongemm7 gemm_triton_wide7 1310 170
 measure tritongemm6 gemm_triton_wide6 1311 170
 measure tritongemm5 gemm_triton_wide5 1312 $(budget 30)

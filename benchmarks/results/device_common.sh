@@ -17,9 +17,9 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . > "$W/pip.log" 2>&
 log "$NAME git_rev=${KERNELCAST_GIT_REV:-?} $(python3 -c 'import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name(0))')"
 gpu_state
 # one measuring pass: measure <name> <sweeps> <seed> <budget_s>; its folder and log go back as <name>.tar.gz; the
-# descriptions name GPU_NAME (default H200: set it on any other card)
+# descriptions name GPU_NAME (default: the card nvidia-smi names; the collector refuses a plan for another card)
 measure() {
-  log "start $1 (budget $4 s, ${GPU_NAME:-H200})"
+  log "start $1 (budget $4 s, ${GPU_NAME:-this card})"
   gpu_job "$2" "$3" "$W/$1" "$4" > "$W/$1.log" 2>&1
   log "end $1 rc=$? $(tail -n 2 "$W/$1.log" | tr '\n' ' ')"
   tar czf "$OUT/$1.tar.gz" -C "$W" "$1" "$1.log"
@@ -38,7 +38,7 @@ measure_many() {
 # the collector on GPU 0: gpu_job <sweeps> <seed> <out> <budget_s>
 gpu_job() {
   python3 -m kernelcast.collect.gpu_job --sweeps "$1" --seed "$2" --out "$3" --gpus 0 --budget-s "$4" --chunk 100 \
-    --precompile-workers 4 --gpu-name "${GPU_NAME:-H200}"
+    --precompile-workers 4 ${GPU_NAME:+--gpu-name "$GPU_NAME"}
 }
 # the GPU tests on this tree; their log goes back as gpu_tests.log (in logs.tar.gz with FINISH_LOGS=tar)
 gpu_tests() {
