@@ -188,16 +188,15 @@ def broadcast_expand(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 def run_stride(shape: tuple[int, ...], stride: tuple[int, ...], run: int) -> int | None:
     """Source elements between the starts of consecutive runs of ``run`` elements when a view of ``shape`` and
     ``stride`` is copied into a contiguous tensor: the stride of the first dim past the run, innermost first (size-1
-    dims skipped). None when the run does not end at a dim boundary, or when a stride-0 dim follows it (repeat_kv: each
-    run written again in a row), which keeps the default layout, rows of a transposed block each repeated: only the H100
-    has measured rows of repeat_kv's own (copy_repeat); described so, the H100's GQA decode steps came within 2% and the
-    H200's fell 8–16% under theirs (RESULTS §46), so it waits for the H200's rows."""
+    dims skipped). 0 when that dim has stride 0 (repeat_kv: each run written again in a row; the caller describes it
+    as rows of one run, ``stride`` = the distinct elements, the layout ``copy_repeat`` measures). None when the run
+    does not end at a dim boundary."""
     covered = 1
     for size, st in zip(reversed(shape), reversed(stride)):
         if size == 1:
             continue
         if covered == run:
-            return abs(st) or None
+            return abs(st)
         covered *= size
         if covered > run:
             return None
@@ -565,6 +564,8 @@ def _copy(rec: OpRecord, name: str) -> Lowered:
         if expand > 1 and dst.numel % (expand * desc["run"]) == 0:
             desc["expand"] = expand
         step = run_stride(src.shape, src.stride, desc["run"]) if name != "repeat" and dst.contiguous else None
+        if step == 0 and "expand" in desc:  # each run written `expand` times in a row: rows of one run
+            step = dst.numel // desc["expand"]
         if step is not None and step >= desc["run"]:
             desc["stride"] = step
         return Lowered(rec.name, (desc,))

@@ -24,12 +24,19 @@ import math
 
 import numpy as np
 
+from kernelcast.features.gpu import resolve_gpu_name
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import base_name
 
-#: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'): the
-#: mean of the two expert bmms measured above at each share; between the points, linear
-ZERO_ROW_TIMES = ((0.0, 1.0), (0.5, 0.879), (0.75, 0.867), (0.9375, 0.841), (127 / 128, 0.814), (1.0, 0.804))
+#: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'), per
+#: GPU; between the points, linear. The H100's: the mean of the two expert bmms measured above at each share. The
+#: H200's: the same bmms measured at 127/128 and all rows zero (``…/gpu_operand_values_h200.json``, both passes: 0.846
+#: and 0.844, its clock 1.77 GHz against 1.40-1.52), its points between the H100's gains scaled to match. A GPU
+#: measured at no share takes the H100's.
+ZERO_ROW_TIMES = {
+    "h100_sxm": ((0.0, 1.0), (0.5, 0.879), (0.75, 0.867), (0.9375, 0.841), (127 / 128, 0.814), (1.0, 0.804)),
+    "h200_sxm": ((0.0, 1.0), (0.5, 0.902), (0.75, 0.892), (0.9375, 0.871), (127 / 128, 0.846), (1.0, 0.844)),
+}
 #: what a unary op makes of a fill value (absent: the op's result is not tracked)
 _UNARY = {
     "sigmoid": {-math.inf: 0.0, 0.0: 0.5},
@@ -107,7 +114,7 @@ class ZeroRows:
         return tuple(t.shape) == tuple(out.shape) or (len(t.shape) >= 1 and t.shape[-1] == 1)
 
 
-def zero_operand_factor(zero_share: float) -> float:
-    """What a compute-bound GEMM's time is multiplied by when ``zero_share`` of A's rows are zeros."""
-    shares, times = zip(*ZERO_ROW_TIMES)
+def zero_operand_factor(zero_share: float, gpu: str) -> float:
+    """What a compute-bound GEMM's time on ``gpu`` is multiplied by when ``zero_share`` of A's rows are zeros."""
+    shares, times = zip(*ZERO_ROW_TIMES.get(resolve_gpu_name(gpu), ZERO_ROW_TIMES["h100_sxm"]))
     return float(np.interp(min(max(zero_share, 0.0), 1.0), shares, times))

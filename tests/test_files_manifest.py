@@ -5,6 +5,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import tomllib
 
+from kernelcast.training.data import ROLES
+
 ROOT = Path(__file__).resolve().parents[1] / "datasets"
 
 
@@ -25,13 +27,13 @@ def test_every_parquet_file_is_listed_once_with_a_role():
     }
     assert on_disk <= set(paths), sorted(on_disk - set(paths))
     for f in files:
-        assert f["role"] in ("train", "test") and f["sweeps"] and len(f["collected"]) == 10, f
+        assert f["role"] in ROLES and f["sweeps"] and len(f["collected"]) == 10, f
         # the outside caches (gitignored, written by `kernelcast import aiconfigurator`) are no card files
         assert (ROOT / f["path"]).exists() and not f["path"].startswith("outside/"), f["path"]
 
 
 def test_test_files_hold_no_training_description():
-    keys = {"train": set(), "test": set()}
+    keys = {role: set() for role in ROLES}
     for f in _manifest():
         path = ROOT / f["path"]
         if not f["path"].startswith("collective/"):

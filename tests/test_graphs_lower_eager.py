@@ -145,8 +145,8 @@ def test_a_gemm_operand_sliced_from_a_wider_tensor_is_described_at_its_rows_alig
 def test_a_strided_copy_says_how_far_apart_its_runs_sit_in_the_source():
     """A head split made contiguous ([tokens, heads, d] to [heads, tokens, d]) reads runs of d that sit heads·d apart;
     a multi-query model's expanded transposed key (Falcon's [b, 1, s, d] key as [b, 71, d, s]) reads runs of one
-    element one head_dim apart, in rows of a whole context. repeat_kv's expand, each head's run written again in a row,
-    keeps the default layout until the H200 has measured rows of a single run (only the H100 has them)."""
+    element one head_dim apart, in rows of a whole context. repeat_kv's expand writes each head's run again in a row:
+    rows of one run, ``stride`` the distinct elements (the layout ``copy_repeat`` measures)."""
     x = meta(300, 16, 64)
     (split,) = lowered(lambda x: x.transpose(0, 1).contiguous(), x)
     assert (split["run"], split["stride"]) == (64, 16 * 64)
@@ -155,4 +155,4 @@ def test_a_strided_copy_says_how_far_apart_its_runs_sit_in_the_source():
     assert (falcon["run"], falcon["expand"], falcon["stride"]) == (1, 71, 64)
     kv = meta(2, 4, 100, 128)
     (rep,) = lowered(lambda kv: kv[:, :, None].expand(2, 4, 3, 100, 128).reshape(2, 12, 100, 128), kv)
-    assert (rep["run"], rep["expand"]) == (100 * 128, 3) and "stride" not in rep
+    assert (rep["run"], rep["expand"], rep["stride"]) == (100 * 128, 3, 2 * 4 * 100 * 128)

@@ -28,8 +28,10 @@ OWN_SOURCE = "kernelcast"
 KEEP = ("latency_us", "source", "gpu_name", "model", "kernel_source", "nccl", "role", "task", "file")
 #: the dataset card's machine-readable file list (datasets/README.md names it)
 CARD_FILES = "files.toml"
-#: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on
-ROLES = ("train", "test")
+#: file roles: ``train`` may be trained and tuned on; ``test`` is an independent test set, never trained on;
+#: ``aside`` is measured and kept but read by nothing by default: labels taken in a state the description cannot say
+#: (cuBLAS GEMMs timed back to back for minutes, the H200's SM clock held at 1.46 GHz by its power limit)
+ROLES = ("train", "test", "aside")
 
 
 def card_files(datasets: Path, op: str) -> list[tuple[Path, str]]:
