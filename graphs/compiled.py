@@ -354,7 +354,7 @@ def predict_codes(
         part["zero_rows"] = [
             shares.get(gemm_shape(k), 0.0) if f == "gemm" else 0.0 for k, f in zip(part["desc"], part["family"])
         ]
-        if zero_operands(part, gpu):
+        if zero_operands(part):
             table.loc[extern, ["latency_us", "low_us", "high_us"]] = part[["latency_us", "low_us", "high_us"]]
             notes.append(ZERO_ROWS_NOTE)
     table.loc[~mapped, "model"] = "unmapped"

@@ -152,7 +152,7 @@ def kernel_table(
             "at HBM bandwidth for kernels not compute-bound and not of a warm-aware family); label_us is the kernel "
             "alone"
         )
-        if zero_operands(table, gpu):
+        if zero_operands(table):
             notes.append(ZERO_ROWS_NOTE)
     table.loc[~mapped, "model"] = "unmapped"
     return table, fams, tuple(notes)
@@ -186,8 +186,7 @@ def in_sequence(table: pd.DataFrame, gpu: str, factor: float | None = None) -> N
 #: the assumption a prediction states when ``zero_operands`` scaled a GEMM
 ZERO_ROWS_NOTE = (
     "GEMMs whose A the call fills mostly with zero rows (Llama 4's router-scaled expert inputs): a compute-bound one's "
-    "time scaled by the share (on an H100 0.88x at half the rows, 0.81x at 127 of 128; on an H200 0.85x at 127 of "
-    "128: graphs/zeros.py), "
+    "time scaled by the share (0.88x at half the rows, 0.81x at 127 of 128: graphs/zeros.py, measured on an H100), "
     "the power a zero operand does not draw leaving the clock higher"
 )
 
@@ -214,12 +213,12 @@ def zero_row_shares(fn: Callable, args: tuple, kwargs: Mapping[str, Any] | None,
     return out
 
 
-def zero_operands(table: pd.DataFrame, gpu: str) -> bool:
+def zero_operands(table: pd.DataFrame) -> bool:
     """Scale each compute-bound GEMM whose A has zero rows (``graphs.zeros``) and its interval; whether any was."""
     hit = (table["zero_rows"].astype(float) > 0) & (table["bound"] == "compute")
     if not hit.any():
         return False
-    factor = table.loc[hit, "zero_rows"].astype(float).map(lambda share: zero_operand_factor(share, gpu))
+    factor = table.loc[hit, "zero_rows"].astype(float).map(zero_operand_factor)
     for c in ("latency_us", "low_us", "high_us"):
         table.loc[hit, c] = table.loc[hit, c].astype(float) * factor
     return True

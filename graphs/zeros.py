@@ -11,6 +11,12 @@ and ``…_shares_h100.json``): Llama 4 Maverick's expert bmm at 1,500 tokens wit
 1.14-1.43 GHz; half the batches zero already gave 0.90× and 0.86×. A 1.4 ms 8192³ matmul gained less (0.93-0.96× at
 half to 15/16 zero rows): short kernels reach the power limit less.
 
+On an H200 (``…/gpu_operand_values_h200.json``) the same bmm with 127/128 zero rows ran at 0.846× (gate_up) and
+0.844× (down) of weight-like operands in that probe, its clock 1.77 GHz against 1.40-1.52; scaled so, Llama 4's H200
+prefill layers went from 0.98-1.04× to 1.01-1.07× of their measurements (RESULTS §48): the ratio against the labels,
+whose clocks their own pass set, is not the probe's ratio against its own back-to-back passes, so the H100's table,
+which the layers of both GPUs bear out, serves both.
+
 ``ZeroRows`` walks a call's ops in order keeping, per storage, the share of its rows known to be a fill value (0 or
 -inf; rows along the last dim). It knows fills, ``scatter`` into a fill, value-preserving casts and copies, unary ops
 by what they make of the fill (sigmoid and exp of -inf are 0; silu, relu, gelu, neg, tanh of 0 are 0), a product with a
@@ -24,19 +30,12 @@ import math
 
 import numpy as np
 
-from kernelcast.features.gpu import resolve_gpu_name
 from kernelcast.graphs.capture import OpRecord, TensorMeta
 from kernelcast.graphs.lower import base_name
 
-#: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'), per
-#: GPU; between the points, linear. The H100's: the mean of the two expert bmms measured above at each share. The
-#: H200's: the same bmms measured at 127/128 and all rows zero (``…/gpu_operand_values_h200.json``, both passes: 0.846
-#: and 0.844, its clock 1.77 GHz against 1.40-1.52), its points between the H100's gains scaled to match. A GPU
-#: measured at no share takes the H100's.
-ZERO_ROW_TIMES = {
-    "h100_sxm": ((0.0, 1.0), (0.5, 0.879), (0.75, 0.867), (0.9375, 0.841), (127 / 128, 0.814), (1.0, 0.804)),
-    "h200_sxm": ((0.0, 1.0), (0.5, 0.902), (0.75, 0.892), (0.9375, 0.871), (127 / 128, 0.846), (1.0, 0.844)),
-}
+#: (share of A's rows that are zeros, a compute-bound GEMM's time over its time on random operands, the labels'): the
+#: mean of the two expert bmms measured above at each share; between the points, linear
+ZERO_ROW_TIMES = ((0.0, 1.0), (0.5, 0.879), (0.75, 0.867), (0.9375, 0.841), (127 / 128, 0.814), (1.0, 0.804))
 #: what a unary op makes of a fill value (absent: the op's result is not tracked)
 _UNARY = {
     "sigmoid": {-math.inf: 0.0, 0.0: 0.5},
@@ -114,7 +113,7 @@ class ZeroRows:
         return tuple(t.shape) == tuple(out.shape) or (len(t.shape) >= 1 and t.shape[-1] == 1)
 
 
-def zero_operand_factor(zero_share: float, gpu: str) -> float:
-    """What a compute-bound GEMM's time on ``gpu`` is multiplied by when ``zero_share`` of A's rows are zeros."""
-    shares, times = zip(*ZERO_ROW_TIMES.get(resolve_gpu_name(gpu), ZERO_ROW_TIMES["h100_sxm"]))
+def zero_operand_factor(zero_share: float) -> float:
+    """What a compute-bound GEMM's time is multiplied by when ``zero_share`` of A's rows are zeros."""
+    shares, times = zip(*ZERO_ROW_TIMES)
     return float(np.interp(min(max(zero_share, 0.0), 1.0), shares, times))

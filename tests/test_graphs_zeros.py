@@ -63,16 +63,14 @@ def test_a_compute_bound_gemm_of_zero_rows_is_predicted_faster_by_the_measured_r
     table, _, notes = kernel_table(cap, "H200")
     bmm = table[table["aten_op"].str.contains("bmm")]
     assert (bmm["bound"] == "compute").all() and (bmm["zero_rows"] == 15 / 16).all()
-    factor = zero_operand_factor(15 / 16, "H200")
-    assert factor == pytest.approx(0.871)  # the H200's point at 15/16 (the H100's gain scaled to its 127/128)
-    assert zero_operand_factor(15 / 16, "H100") == pytest.approx(0.841)  # measured there
-    assert zero_operand_factor(15 / 16, "B200") == zero_operand_factor(15 / 16, "H100")  # unmeasured: the H100's
+    factor = zero_operand_factor(15 / 16)
+    assert factor == pytest.approx(0.841)  # the measured point at 15/16
     assert (bmm["latency_us"] / bmm["label_us"]).to_numpy() == pytest.approx([factor] * 2, rel=1e-3)
     assert any("zero rows" in n for n in notes)
     others = table[~table["aten_op"].str.contains("bmm") & table["desc"].notna()]
     assert (others["zero_rows"] == 0).all()
-    factors = [zero_operand_factor(z, "H200") for z in (0.0, 0.25, 0.5, 0.9, 1.0, 2.0)]
-    assert factors[0] == 1.0 and factors[-2] == factors[-1] == ZERO_ROW_TIMES["h200_sxm"][-1][1]
+    factors = [zero_operand_factor(z) for z in (0.0, 0.25, 0.5, 0.9, 1.0, 2.0)]
+    assert factors[0] == 1.0 and factors[-2] == factors[-1] == ZERO_ROW_TIMES[-1][1]
     assert all(a >= b for a, b in zip(factors, factors[1:]))  # more zero rows, never slower
 
 
@@ -91,7 +89,7 @@ def test_a_compiled_call_scales_its_extern_gemms_by_the_eager_calls_zero_rows():
     bmm = k[(k["family"] == "gemm") & k["aten_op"].str.contains("bmm")]
     assert len(bmm) == 2 and (bmm["bound"] == "compute").all()
     ratio = (bmm["latency_us"] / bmm["label_us"]).to_numpy()
-    assert ratio == pytest.approx([zero_operand_factor(15 / 16, "H200")] * 2, rel=1e-3)
+    assert ratio == pytest.approx([zero_operand_factor(15 / 16)] * 2, rel=1e-3)
     router = k[(k["family"] == "gemm") & ~k["aten_op"].str.contains("bmm")]
     assert len(router) and (router["latency_us"] / router["label_us"]).to_numpy() != pytest.approx(ratio[:1])
     assert any("zero rows" in n for n in p.assumptions)
