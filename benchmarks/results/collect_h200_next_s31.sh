@@ -1,14 +1,14 @@
 #!/bin/bash
-# Device command prepared by the thirtieth session (2026-12-06) for the next H200 call: masked SDPA over the whole box
-# (attention_masked_box: seq_q and seq_kv drawn apart, calls to 150 GFLOP) and over every head_dim 32-256 in steps of 8
-# (attention_masked_wide2; the H200's masked training rows hold six dims, and the masked test
-# set's 72/112/160/224 ran 0.89-0.92x of prediction; the H100 measured this sweep in collect_h100_20261206_s30b.sh),
+# Device command prepared by the thirtieth session (2026-12-06) for the next H200 call, re-weighted by the thirty-first:
+# masked SDPA over the whole box (attention_masked_box: seq_q and seq_kv drawn apart, calls to 150 GFLOP; on the H100
+# its 1,100 rows with a second head_dim draw took the H100 masked cuDNN test set 6.9 / 23.5 -> 5.5 / 16.2% and the
+# memory-efficient one 8.3 -> 5.7%, RESULTS §49), then every head_dim 32-256 in steps of 8 (attention_masked_wide2),
 # then Triton GEMM over a pool no GPU has timed (gemm_triton_wide9, pool_seed 310). Merge each, list with role train,
 # retrain attention and gemm.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h200_next_s31.sh
 FINISH_LOGS=tar
 NAME=kc_s31 source benchmarks/results/device_common.sh
-measure maskedbox attention_masked_box 1325 150
-measure maskedhd attention_masked_wide2 1322 200
+measure maskedbox attention_masked_box 1325 280
+measure maskedhd attention_masked_wide2 1322 150
 measure tritongemm9 gemm_triton_wide9 1323 $(budget 30)
 finish
