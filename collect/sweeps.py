@@ -11,7 +11,8 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
   into the point, so ``shape = { pool = 50, m = …, n = … }`` x ``config = { pool = 60, … }`` measures
   60 configs on each of 50 drawn shapes (config search's exhaustive test sets).
 * ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
-  (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed. A table with ``pool``
+  (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed. In both kinds ``{range = [lo, hi,
+  step]}`` is the list lo, lo + step, … up to hi inclusive (``head_dim = { range = [32, 256, 8] }``). A table with ``pool``
   (e.g. ``config = { pool = 128, pool_seed = 11, block_m = [16, 32, 64], num_warps = [2, 4, 8], … }``)
   first draws ``pool`` distinct tables, each sub-key drawn as above (seeded by ``pool_seed``
   when given, else by the block's draws), then gives each point one table of that pool: many
@@ -91,7 +92,21 @@ def _grid_choices(path: Path, key: str, value: Any) -> list:
         if not isinstance(value.get("pool_seed"), int):
             raise _err(path, f"{key}.pool_seed", value.get("pool_seed"), "an integer (a grid's pool is seeded)")
         return _pool(path, key, value, random.Random(value["pool_seed"]))
+    value = _range(path, key, value)
     return value if isinstance(value, list) else [value]
+
+
+def _range(path: Path, key: str, spec: Any) -> Any:
+    """``{range = [lo, hi, step]}`` as its list of integers (hi included when the steps reach it); other specs as
+    they are."""
+    if not (isinstance(spec, dict) and "range" in spec):
+        return spec
+    bounds = spec["range"]
+    ok = isinstance(bounds, list) and len(bounds) == 3 and all(type(b) is int for b in bounds)
+    if not ok or bounds[2] < 1 or bounds[0] > bounds[1] or len(spec) > 1:
+        raise _err(path, f"{key}.range", bounds, "[lo, hi, step] integers with lo <= hi and step >= 1, no other key")
+    lo, hi, step = bounds
+    return list(range(lo, hi + 1, step))
 
 
 def _points_grid(path: Path, block: dict) -> Iterator[dict]:
@@ -108,6 +123,7 @@ def _points_grid(path: Path, block: dict) -> Iterator[dict]:
 
 
 def _draw(path: Path, key: str, spec: Any, rng: random.Random) -> Any:
+    spec = _range(path, key, spec)
     if isinstance(spec, list):
         if not spec:
             raise _err(path, key, spec, "a non-empty list of choices")

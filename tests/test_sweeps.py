@@ -166,6 +166,9 @@ k = 64
         ("[[random]]\nop = 'gemm'\ncount = 2\nm = { log_uniform = [0, 4] }\n", "m.log_uniform must be"),
         ("[[models]]\nop = 'gemm'\nmodels = ['gpt5']\n", "models.models must be a model of models.toml"),
         ("[[grids]]\nop = 'gemm'\n", "grids must be absent"),
+        ("[[grid]]\nop = 'gemm'\nm = { range = [64, 16, 8] }\n", r"m.range must be \[lo, hi, step\]"),
+        ("[[random]]\nop = 'gemm'\ncount = 2\nk = { range = [16, 64, 0] }\n", r"k.range must be .*got \[16, 64, 0\]"),
+        ("[[random]]\nop = 'gemm'\ncount = 2\nk = { range = [16, 64.0, 8] }\n", "k.range must be"),
     ],
 )
 def test_bad_sweep_names_file_key_value(tmp_path, monkeypatch, text, match):
@@ -173,6 +176,16 @@ def test_bad_sweep_names_file_key_value(tmp_path, monkeypatch, text, match):
     with pytest.raises(ValueError, match=match) as info:
         sweeps.expand("t", "H200")
     assert "t.toml" in str(info.value)
+
+
+def test_range_is_its_list_in_grids_and_draws(tmp_path, monkeypatch):
+    block = "op = 'gemm'\nbackend = 'cublas'\ndtype = 'bf16'\nm = 64\nn = 64\n"
+    _write(tmp_path, monkeypatch, f"[[grid]]\n{block}k = {{ range = [16, 100, 16] }}\n")
+    assert [d.k for d in sweeps.expand("t", "H200")] == [16, 32, 48, 64, 80, 96]  # hi included only when reached
+    _write(tmp_path, monkeypatch, f"[[random]]\n{block}count = 50\nk = {{ range = [16, 96, 16] }}\n")
+    ranged = [d.key() for d in sweeps.expand("t", "H200", seed=3)]
+    _write(tmp_path, monkeypatch, f"[[random]]\n{block}count = 50\nk = [16, 32, 48, 64, 80, 96]\n")
+    assert ranged == [d.key() for d in sweeps.expand("t", "H200", seed=3)]  # the same seeded draws as the list
 
 
 def test_unknown_sweep_lists_the_known():
