@@ -17,6 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_vs_aiconfigurator import installed_revision  # noqa: E402
+
 HERE = Path(__file__).resolve().parents[1]
 ATTENTION = {"op": "attention", "dtype": "bf16", "batch": 1, "heads_q": 32, "heads_kv": 8, "head_dim": 128}
 #: representative learned descriptions: name -> description
@@ -84,7 +87,8 @@ def main() -> None:
         rows.append({"description": name, "desc": desc, "base": base, "this": this, "same_answer": same})
         speedup = base["p50_us"] / this["p50_us"]
         print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same}")
-    meta = {"baseline_python": args.baseline_python, "this_python": sys.executable, "calls": args.calls,
+    meta = {"baseline_revision": installed_revision(args.baseline_python),
+            "this_revision": installed_revision(sys.executable), "calls": args.calls,
             "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
     args.json_out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
 

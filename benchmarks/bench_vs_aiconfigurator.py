@@ -132,15 +132,21 @@ def baseline(python: str, calls: int, rows: int) -> dict:
         cmd = [python, __file__, "--calls", str(calls), "--rows", str(rows), "--kernelcast-only", str(path)]
         subprocess.run(cmd, check=True)
         result = json.loads(path.read_text())
-    revision = subprocess.run(
-        [python, "-c", "import kernelcast, pathlib; print(pathlib.Path(kernelcast.__file__).resolve().parents[1])"],
+    result["revision"] = installed_revision(python)
+    return result
+
+
+def installed_revision(python: str) -> str:
+    """``folder@commit`` of the kernelcast checkout ``python`` imports (the folder's name, not its path)."""
+    where = "import kernelcast, pathlib; print(pathlib.Path(kernelcast.__file__).resolve().parents[1])"
+    folder = subprocess.run(
+        [python, "-P", "-c", where],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    head = subprocess.run(["git", "-C", revision, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    result["revision"] = f"{Path(revision).name}@{head.stdout.strip() or 'unknown'}"  # the folder's name, not its path
-    return result
+    head = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"{Path(folder).name}@{head.stdout.strip() or 'unknown'}"
 
 
 def table(result: dict) -> str:
