@@ -123,24 +123,3 @@ def test_measured_cudnn_steps_over_an_odd_length_mask_are_slower_and_predicted_s
         assert rows["step_ns"][odd].median() >= 1.3 * rows["step_ns"][~odd].median()
     odd_call, even_call = (predict_latency(_desc(mask=True, seq_q=s, seq_kv=s)).latency_us for s in (2047, 2048))
     assert odd_call > 1.3 * even_call
-
-
-def test_a_masked_call_scales_by_compute_not_hbm():
-    # both H100 and H200 measured every masked shape of the card the same (median 0.99x, below): the learned target of
-    # a call that reads a mask is scaled by its compute floor, so the H200's 1.43x HBM bandwidth does not make it faster
-    decode = {"batch": 8, "heads_q": 8, "heads_kv": 8, "seq_q": 1, "seq_kv": 32768}
-    rows = [_desc(gpu=g, mask=m, **decode) for g in ("h100_sxm", "h200_sxm") for m in (True, False)]
-    f = build_features(pd.DataFrame(rows), "attention")
-    masked_h100, plain_h100, masked_h200, plain_h200 = f["scale_us"]
-    assert masked_h200 == pytest.approx(masked_h100)
-    assert plain_h200 < 0.8 * plain_h100  # an unmasked decode keeps its memory floor
-
-
-def test_the_h100_and_h200_run_masked_calls_alike():
-    rows = pd.concat(pd.read_parquet(p) for p in ATTENTION_ROWS.glob("kernelcast_h*_sxm_*mask*.parquet"))
-    rows = rows[(rows["status"] == "ok") & rows["mask"]]
-    key = ["backend", "dtype", "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"]
-    by_gpu = rows.groupby([*key, "gpu"])["latency_us"].median().unstack("gpu").dropna()
-    assert len(by_gpu) >= 300
-    ratio = by_gpu["h200_sxm"] / by_gpu["h100_sxm"]
-    assert 0.97 < ratio.median() < 1.02 and ratio.quantile(0.1) > 0.9

@@ -491,14 +491,11 @@ def attention_scale(f) -> np.ndarray:
     """The learned target's scale: the roofline floor or, where the tiles say more, plus one kernel's fixed time:
     on Triton rows (``wgmma`` set) the K/V steps at their modelled cycles (``step_cycles``: every CTA's over the
     SMs, or the longest CTA's loop); on the library kernels' rows their padded tiles' compute at peak or the longest
-    CTA's loop on one SM at peak. A call that reads a mask takes the compute floor for the roofline's: the H100 and
-    the H200 ran every masked shape both measured alike (median 0.99×, 1,800 shapes), 4-20× over the HBM floor, so the
-    H200's bandwidth says nothing about them (it had put the H200's masked test set 2.5% fast, its large calls 16%)."""
+    CTA's loop on one SM at peak."""
     xp = num.of(f["floor_us"])
     library = xp.fmax(f["padded_compute_us"], f["longest_cta_us"])
     body = xp.where(xp.isnan(f["wgmma"]), library, xp.fmax(f["busy_us"], f["loop_us"]))
-    floor = xp.where(f["mask_bytes_share"] > 0, f["compute_floor_us"], f["floor_us"])
-    return latency_scale(xp.fmax(floor, body), f["gpu_boost_clock_hz"])
+    return latency_scale(xp.fmax(f["floor_us"], body), f["gpu_boost_clock_hz"])
 
 
 #: fraction of dense peak the forward kernel sustains: FlashAttention-2-class kernels reach ~50% of Hopper's; the
