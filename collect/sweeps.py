@@ -12,9 +12,8 @@ A sweep file holds blocks of three kinds (every key may be a scalar or a list of
   60 configs on each of 50 drawn shapes (config search's exhaustive test sets).
 * ``[[random]]``: ``count`` seeded draws; ``{log_uniform = [lo, hi]}`` draws log-uniformly
   (``multiple_of`` rounds up), a list draws one choice, a scalar is fixed. In both kinds ``{range = [lo, hi,
-  step]}`` is the list lo, lo + step, … up to hi inclusive (``head_dim = { range = [32, 256, 8] }``). A table
-  with ``pool``
-  (e.g. ``config = { pool = 128, pool_seed = 11, block_m = [16, 32, 64], num_warps = [2, 4, 8], … }``)
+  step]}`` is the list lo, lo + step, … up to hi inclusive (``head_dim = { range = [32, 256, 8] }``). A table with
+  ``pool`` (e.g. ``config = { pool = 128, pool_seed = 11, block_m = [16, 32, 64], num_warps = [2, 4, 8], … }``)
   first draws ``pool`` distinct tables, each sub-key drawn as above (seeded by ``pool_seed``
   when given, else by the block's draws), then gives each point one table of that pool: many
   shapes share few Triton compiles. ``pool_max = { "block_m*block_n/num_warps" = 8192 }`` rejects

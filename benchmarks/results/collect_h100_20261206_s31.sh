@@ -3,7 +3,7 @@
 # three config pools collect_h100_20261206_s30.sh opened on the H100 (gemm_triton_wide7/6/5, new seeds; each row there
 # compiles a config the H100 has not run, about 3.6 rows/s), after masked SDPA over the whole box (attention_masked_box)
 # and the masked head_dim sweep's second draw. Merge, list with role train, retrain gemm and attention.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s31.sh
+#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_20261206_s31.sh
 FINISH_LOGS=tar
 NAME=kc_s31 source benchmarks/results/device_common.sh
 measure maskedbox attention_masked_box 1326 150

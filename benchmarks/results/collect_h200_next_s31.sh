@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device command prepared by the thirtieth session (2026-12-06) for the next H200 call, re-weighted by the thirty-first:
 # masked SDPA over the whole box (attention_masked_box: seq_q and seq_kv drawn apart, calls to 150 GFLOP; on the H100
-# its 1,100 rows with a second head_dim draw took the H100 masked cuDNN test set 6.9 / 23.5 -> 5.5 / 16.2% and the
+# its three draws and a second head_dim draw took the H100 masked cuDNN test set 6.9 / 23.5 -> 4.7 / 15.0% and the
 # memory-efficient one 8.3 -> 5.7%, RESULTS §49), then every head_dim 32-256 in steps of 8 (attention_masked_wide2),
 # then Triton GEMM over a pool no GPU has timed (gemm_triton_wide9, pool_seed 310). Merge each, list with role train,
 # retrain attention and gemm.
