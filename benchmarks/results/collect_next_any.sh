@@ -1,11 +1,10 @@
 #!/bin/bash
-# Whichever card a plain device call gets (rewritten by the thirty-first session, whose three calls ran the H100 branch
-# as collect_h100_20261206_s31.sh, …_s31b.sh and …_s31c.sh): an H200 runs collect_h200_next_s31.sh (masked SDPA over
-# the whole box and every head_dim, then a ninth Triton GEMM config pool), an H100 collect_h100_next_s32.sh (the
-# ninth pool's second draw, then a tenth pool).
+# Whichever card a plain device call gets (rewritten by the thirty-second session, whose call ran the H100 branch as
+# collect_h100_20261206_s32.sh): an H200 runs collect_h200_next_s31.sh (masked SDPA over the whole box and every
+# head_dim, then a ninth Triton GEMM config pool), an H100 collect_h100_next_s33.sh (an eleventh pool).
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_next_any.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
   *H200*) exec bash benchmarks/results/collect_h200_next_s31.sh ;;
-  *H100*) exec bash benchmarks/results/collect_h100_next_s32.sh ;;
+  *H100*) exec bash benchmarks/results/collect_h100_next_s33.sh ;;
   *) echo "neither an H200 nor an H100: $(nvidia-smi -L)"; exit 3 ;;
 esac
