@@ -27,6 +27,11 @@ DESCRIPTIONS = {
     "gemm cublas H200 4096x4096x4096": {
         "op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "cublas", "m": 4096, "n": 4096, "k": 4096,
     },
+    "gemm triton H200 2048x4096x4096 (config)": {
+        "op": "gemm", "gpu": "H200", "dtype": "bf16", "backend": "triton", "m": 2048, "n": 4096, "k": 4096,
+        "config": {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 8, "num_stages": 3,
+                   "split_k": 1},
+    },
     "attention flash H100 prefill 4096 causal": {
         **ATTENTION, "gpu": "H100", "backend": "flash", "seq_q": 4096, "seq_kv": 4096, "causal": True,
     },

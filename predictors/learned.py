@@ -32,6 +32,7 @@ from kernelcast.features.fields import OUTSIDE_BACKENDS, SMALL
 from kernelcast.features.ops import get_op
 from kernelcast.features.vector import categories, default_source, feature_names, feature_version
 from kernelcast.predictors.compiled import CompiledForest, compile_forest
+from kernelcast.predictors.mlp import Mlp, blend
 from kernelcast.predictors.trees import Forest
 
 MODEL_DIR = Path(__file__).with_name("models")
@@ -42,6 +43,9 @@ MANIFEST_FORMAT = 6
 #: the files of a shipped model besides its manifest, by role (the boosters stay in MLflow: the shipped tree must
 #: travel to GPU hosts in a 64 MiB copy, and the GEMM boosters alone were 31 MB)
 MODEL_FILES = {"forest": ".forest.npz"}
+#: where a backend's own trees are blended with a network (``predictors.mlp``), its file (the manifest's ``mlp`` says
+#: which backend, its one-hot column and its weight)
+MLP_FILE = ".mlp.npz"
 #: manifest keys serving reads
 REQUIRED_KEYS = (
     "format",
@@ -326,7 +330,7 @@ def file_sha256(path: Path) -> str:
 
 def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> Path:
     """The path of one model file, checked against the sha256 its manifest records."""
-    path = Path(folder) / f"{op}{MODEL_FILES[role]}"
+    path = Path(folder) / f"{op}{MODEL_FILES.get(role) or {'mlp': MLP_FILE}[role]}"
     want = manifest["files"].get(path.name) if isinstance(manifest["files"], Mapping) else None
     if not path.exists():
         raise ModelFileError(
@@ -374,6 +378,7 @@ class LearnedModel:
     forest: Forest  # both boosters' trees
     model_dir: Path
     compiled: CompiledForest | None = None  # the same trees walked in C (None: no C compiler; numpy walks them)
+    mlp: Mlp | None = None  # the network blended into one backend's rows (the manifest's ``mlp``)
     needs_learned_features = True
 
     @functools.cached_property
@@ -390,9 +395,13 @@ class LearnedModel:
     @functools.cached_property
     def _assumptions(self) -> str:  # the manifest's, said with every answer: formatted once per model
         m = self.manifest
+        nets = "".join(
+            f"; {b} rows: its trees and a multilayer perceptron, {w['weight']:.0%} the network's, averaged in log"
+            for b, w in m.get("mlp", {}).items()
+        )
         return (
             f"XGBoost on {m['target']}, {m['n_train']:,} training rows from {', '.join(m['sources'])} "
-            f"(feature version {m['feature_version']}); 80% interval: the model's error on held-out shapes, "
+            f"(feature version {m['feature_version']}){nets}; 80% interval: the model's error on held-out shapes, "
             "split-conformal calibrated"
         )
 
@@ -465,13 +474,26 @@ class LearnedModel:
         ``measured=False`` for rows of GPUs the model never saw (``unseen.UnseenGpuModel``: see ``matrix``)."""
         x = self.matrix(features, measured)
         margins = (self.compiled or self.forest).predict(x)
-        point, quantiles = margins[:, 0], margins[:, 1:]
+        point, quantiles = self.blended(x, margins[:, 0]), margins[:, 1:]
         return to_latency(
             np.asarray(features["scale_us"], dtype=np.float64),
             point,
             quantiles,
             row_offsets(x, self.op, self.manifest["conformal"]),
         )
+
+    def blended(self, x: np.ndarray, point: np.ndarray) -> np.ndarray:
+        """The forest's point margins with the network blended into its backend's rows (``x``: ``matrix`` rows)."""
+        if self.mlp is None:
+            return point
+        ((_, spec),) = self.manifest["mlp"].items()
+        mine = x[:, spec["column"]] == 1
+        if mine.all():
+            return blend(point, self.mlp.predict(x[:, : self.mlp.n_features]), spec["weight"])
+        if mine.any():
+            point = point.copy()
+            point[mine] = blend(point[mine], self.mlp.predict(x[mine, : self.mlp.n_features]), spec["weight"])
+        return point
 
 
 def read_manifest(op: str, model_dir: Path | None = None) -> dict | None:
@@ -507,7 +529,42 @@ def _load(op: str, model_dir: str) -> LearnedModel | None:
         )
     walker = compile_forest(forest)
     check_forest(walker or forest, manifest["check"], path)
-    return LearnedModel(op, manifest, forest, folder, walker)
+    net = _load_mlp(folder, op, manifest) if manifest.get("mlp") else None
+    model = LearnedModel(op, manifest, forest, folder, walker, net)
+    if net is not None:
+        check_blend(model, manifest["check"], folder / f"{op}{MLP_FILE}")
+    return model
+
+
+def _load_mlp(folder: Path, op: str, manifest: Mapping[str, Any]) -> Mlp:
+    spec = manifest["mlp"]
+    backends = categories(op).get("backend", ())
+    if not isinstance(spec, Mapping) or len(spec) != 1 or any(b not in backends for b in spec):
+        raise ModelFileError(f"{folder / f'{op}.json'}: mlp must name one backend of {op!r}; got {spec!r}")
+    path = verified(folder, op, "mlp", manifest)
+    try:
+        net = Mlp.load(path)
+    except Exception as exc:  # hash matched but the file is not a network: say which
+        raise ModelFileError(f"{path}: not a readable network ({exc})") from None
+    if net.n_features != len(manifest["features"]):
+        raise ModelFileError(f"{path}: reads {net.n_features} inputs; its manifest lists {len(manifest['features'])}")
+    return net
+
+
+def check_blend(model: LearnedModel, check: Any, path: Path) -> None:
+    """The forest and the network give the trained model's served point margins on the manifest's check rows."""
+    try:
+        x = np.asarray(check["x"], dtype=np.float32)
+        want = np.asarray(check["point"], dtype=np.float64)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ModelFileError(f"{path}: the manifest's check rows have no served margins ({exc})") from None
+    got = model.blended(x, (model.compiled or model.forest).predict(x)[:, 0])
+    worst = float(np.max(np.abs(got - want))) if len(want) == len(got) else math.inf
+    if not worst <= CHECK_TOLERANCE:
+        raise ModelFileError(
+            f"{path}: served margins differ from the trained model's on the manifest's check rows by up to "
+            f"{worst:.3g} (allowed {CHECK_TOLERANCE})"
+        )
 
 
 #: how far a forest's margins may sit from XGBoost's on the check rows (float32 sums in another order: ~1e-5)

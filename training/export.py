@@ -1,5 +1,6 @@
-"""Export a fitted LatencyRegressor as shipped files: <op>.forest.npz and the <op>.json manifest (with XGBoost's
-margins on check rows); for an MLflow run, its boosters too (<op>.ubj.gz, <op>.quantile.ubj.gz)."""
+"""Export a fitted LatencyRegressor as shipped files: <op>.forest.npz, <op>.mlp.npz where a backend has a network, and
+the <op>.json manifest (with XGBoost's margins on check rows); for an MLflow run, its boosters too (<op>.ubj.gz,
+<op>.quantile.ubj.gz)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kernelcast.features.ops import get_op
 from kernelcast.features.vector import categories, feature_version
 from kernelcast.predictors.learned import (
     MANIFEST_FORMAT,
+    MLP_FILE,
     MODEL_DIR,
     MODEL_FILES,
     file_sha256,
@@ -93,15 +95,19 @@ def _json_default(value):
 
 
 def check_rows(model) -> dict[str, list]:
-    """The model's check rows and both boosters' margins on them (what the forest must give back)."""
+    """The model's check rows and both boosters' margins on them (what the forest must give back); with networks, the
+    served point margins too (what the forest and the networks must give back together)."""
     x = model.check_x_
     margins = np.column_stack(
         [
-            model.point_margin(x).reshape(len(x), -1),
+            model.tree_margin(x).reshape(len(x), -1),
             np.asarray(model.quantile_booster_.inplace_predict(x)).reshape(len(x), -1),
         ]
     )
-    return {"x": model.forest_input(x).astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
+    out = {"x": model.forest_input(x).astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
+    if getattr(model, "mlps_", None):
+        out["point"] = model.point_margin(x).astype(np.float64).tolist()
+    return out
 
 
 def export_model(
@@ -133,10 +139,18 @@ def export_model(
     }
     forest = Forest.from_boosters(model.booster_, model.quantile_booster_, own=own)
     paths.append(forest.save(out_dir / f"{op}.forest.npz"))
+    suffixes = list(MODEL_FILES.values())
+    mlps = getattr(model, "mlps_", {})
+    if len(mlps) > 1:
+        raise ValueError(f"one network per model is shipped; {op} has {sorted(mlps)}")
+    for net in mlps.values():
+        paths.append(net.save(out_dir / f"{op}{MLP_FILE}"))
+        suffixes.append(MLP_FILE)
     manifest = {
         **manifest,
         "routes": routes,
-        "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in MODEL_FILES.values()},
+        "mlp": {b: {"weight": model.mlp_weight(b), "column": own_column(op, b)} for b in mlps},
+        "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in suffixes},
         "check": check_rows(model),
     }
     path = out_dir / f"{op}.json"

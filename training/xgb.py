@@ -17,6 +17,7 @@ from kernelcast.predictors.learned import (
     source_codes,
     to_latency,
 )
+from kernelcast.predictors.mlp import blend
 from kernelcast.training.splits import bucket, calibration_slice
 
 #: a source gets its own conformal offset (Mondrian calibration) from this many calibration rows on
@@ -156,7 +157,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 f"{int(probe_rows.sum())} to fit the probe on"
             )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self.booster_, self.own_boosters_ = self._fit_point(x, target, w, np.ones(len(x), dtype=bool))
+        self.booster_, self.own_boosters_, self.mlps_ = self._fit_point(x, target, w, np.ones(len(x), dtype=bool))
         # The interval is the quantiles of the point model's error, learned where that error is honest: a probe (the
         # same point model fitted on rows sharing no shape or config with the calibration slice) errs on the slice as
         # the served model errs on shapes and configs it never saw. Half of the slice fits the error's p10/p90 (small
@@ -191,8 +192,11 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _fit_point(self, x: np.ndarray, target: np.ndarray, w: np.ndarray | None, rows: np.ndarray):
-        """The point model on ``rows``: the shared trees, and each own-tree backend's trees on its rows alone."""
+        """The point model on ``rows``: the shared trees, each own-tree backend's trees on its rows alone, and the
+        network of each own-tree backend that asks for one (``mlp``), on the same rows."""
         import xgboost as xgb
+
+        from kernelcast.training.mlp import fit_mlp
 
         own_rows = {backend: rows & (x[:, own_column(self.op, backend)] == 1) for backend in self.own_trees or {}}
         shared = rows.copy()
@@ -204,11 +208,16 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
             self.n_estimators,
         )
-        own_boosters = {}
+        own_boosters, mlps = {}, {}
         for backend, params in (self.own_trees or {}).items():
             mine = own_rows[backend]
             if not mine.any():
                 continue
+            if "mlp" in params:
+                net = {k: v for k, v in params["mlp"].items() if k != "weight"}
+                mlps[backend] = fit_mlp(
+                    x[mine], target[mine], None if w is None else w[mine], net, self.random_state, self.n_jobs
+                )
             own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
             if "colsample_bytree" in params:  # else the shared trees' fraction
                 own["colsample_bytree"] = params["colsample_bytree"]
@@ -217,16 +226,29 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 self._dmatrix(x[mine], target[mine], None if w is None else w[mine]),
                 params["n_estimators"],
             )
-        return booster, own_boosters
+        return booster, own_boosters, mlps
 
-    def _margin(self, booster, own_boosters: dict, x: np.ndarray) -> np.ndarray:
-        """A point model's margin: each row from its backend's own trees where it has them, else the shared ones."""
+    def _margin(self, booster, own_boosters: dict, mlps: dict, x: np.ndarray) -> np.ndarray:
+        """A point model's margin: each row from its backend's own trees where it has them, else the shared ones;
+        blended with its backend's network where there is one (``mlp_weight``)."""
+        margin = self._tree_margin(booster, own_boosters, x)
+        for backend, net in mlps.items():
+            mine = x[:, own_column(self.op, backend)] == 1
+            if mine.any():
+                margin[mine] = blend(margin[mine], net.predict(x[mine]), self.mlp_weight(backend))
+        return margin
+
+    def _tree_margin(self, booster, own_boosters: dict, x: np.ndarray) -> np.ndarray:
         margin = np.asarray(booster.inplace_predict(x), dtype=np.float64)
         for backend, own in own_boosters.items():
             mine = x[:, own_column(self.op, backend)] == 1
             if mine.any():
                 margin[mine] = own.inplace_predict(x[mine])
         return margin
+
+    def mlp_weight(self, backend: str) -> float:
+        """The share of ``backend``'s network in its rows' margin (its own-tree params' ``mlp.weight``)."""
+        return float(self.own_trees[backend]["mlp"].get("weight", 0.5))
 
     def _calibrate(self, x: np.ndarray, scores: np.ndarray) -> dict:
         """Global CQR offset, plus one per source and one per (source, backend) with enough calibration rows: the
@@ -260,7 +282,11 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
 
     def point_margin(self, x: np.ndarray) -> np.ndarray:
         """The served point model's margin (log efficiency)."""
-        return self._margin(self.booster_, getattr(self, "own_boosters_", {}), x)
+        return self._margin(self.booster_, getattr(self, "own_boosters_", {}), getattr(self, "mlps_", {}), x)
+
+    def tree_margin(self, x: np.ndarray) -> np.ndarray:
+        """The trees' part of ``point_margin`` (what the shipped forest must give back)."""
+        return self._tree_margin(self.booster_, getattr(self, "own_boosters_", {}), x)
 
     def _quantiles(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.quantile_booster_.inplace_predict(x)).reshape(len(x), -1)

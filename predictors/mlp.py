@@ -1,0 +1,119 @@
+"""A small multilayer perceptron served beside a backend's own trees, in numpy.
+
+Trees split on the config's numbers one axis at a time, so a Triton config no training row ran lands in leaves that
+other configs shaped; a network over the same features is smooth in them. On five config-held-out folds of the Triton
+GEMM training rows the network alone erred 4.9% median where the trees erred 5.8-6.0%, and their mean in log space 4.7%
+(benchmarks/RESULTS.md §50). ``training.mlp`` fits it; the learned model blends it into its backend's rows.
+
+Its inputs are the forest's feature matrix columns (``predictors.learned.matrix_columns``): wide-ranging positive
+columns in log, every column standardized, a missing value as 0 with a 0/1 column saying it was missing.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: a positive column whose largest value is this many times its smallest is read in log
+LOG_RANGE = 100.0
+#: smallest standard deviation a column is divided by (a constant column stays 0)
+MIN_STD = 1e-9
+
+
+@dataclass(frozen=True)
+class InputStats:
+    """How raw feature columns become the network's inputs (fitted on the training rows, ``fit_inputs``)."""
+
+    log_columns: np.ndarray  # bool per feature column: read in log
+    mean: np.ndarray  # per feature column, after the log
+    std: np.ndarray
+    nan_columns: np.ndarray  # int: feature columns that get a missing-value indicator
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """Feature-matrix rows (float, NaN for missing) -> the network's float32 inputs."""
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            logged = np.where(self.log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
+        missing = np.isnan(logged)
+        z = np.where(missing, 0.0, (logged - self.mean) / self.std)
+        return np.concatenate([z, missing[:, self.nan_columns]], axis=1).astype(np.float32)
+
+
+def fit_inputs(x: np.ndarray) -> InputStats:
+    """The input statistics of training rows ``x`` (one row per description, the forest's feature columns)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: its statistics are NaN, replaced below
+        lo, hi = np.nanmin(x, axis=0), np.nanmax(x, axis=0)
+        log_columns = (lo > 0) & (hi / np.where(lo > 0, lo, 1.0) > LOG_RANGE)
+        logged = np.where(log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
+        mean, std = np.nanmean(logged, axis=0), np.nanstd(logged, axis=0)
+    mean = np.where(np.isfinite(mean), mean, 0.0)
+    std = np.where(np.isfinite(std) & (std > MIN_STD), std, 1.0)
+    nan_columns = np.flatnonzero(np.isnan(x).any(axis=0))
+    return InputStats(log_columns, mean, std, nan_columns)
+
+
+def blend(trees: np.ndarray, net: np.ndarray, weight: float) -> np.ndarray:
+    """A row's margin from its trees' and its network's: their weighted mean in log space."""
+    return (1.0 - weight) * trees + weight * net
+
+
+def silu(z: np.ndarray) -> np.ndarray:
+    """z · sigmoid(z), the hidden layers' activation."""
+    return z / (1.0 + np.exp(-z))
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """Input statistics and the layers' (weight [in, out], bias [out]) pairs; SiLU between layers, one output."""
+
+    inputs: InputStats
+    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Feature-matrix rows -> the network's margin (log(latency / scale)), float64."""
+        h = self.inputs.transform(x)
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w + b
+            if i < len(self.layers) - 1:
+                h = silu(h)
+        return h[:, 0].astype(np.float64)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.inputs.mean)
+
+    def save(self, path: Path) -> Path:
+        """Write atomically (temp file + os.replace) as one npz."""
+        path = Path(path)
+        arrays = {
+            "log_columns": self.inputs.log_columns,
+            "mean": self.inputs.mean,
+            "std": self.inputs.std,
+            "nan_columns": self.inputs.nan_columns,
+        }
+        for i, (w, b) in enumerate(self.layers):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> Mlp:
+        with np.load(path, allow_pickle=False) as z:
+            inputs = InputStats(z["log_columns"].astype(bool), z["mean"], z["std"], z["nan_columns"].astype(np.int64))
+            n = sum(1 for k in z.files if k.startswith("w"))
+            layers = tuple((z[f"w{i}"].astype(np.float32), z[f"b{i}"].astype(np.float32)) for i in range(n))
+        width = len(inputs.mean) + len(inputs.nan_columns)
+        if not layers or layers[0][0].shape[0] != width or layers[-1][0].shape[1] != 1:
+            raise ValueError(f"{path}: layers do not take {width} inputs to one output")
+        for (w, b), (w_next, _) in zip(layers, layers[1:] + ((np.zeros((layers[-1][0].shape[1], 1)), None),)):
+            if b.shape != (w.shape[1],) or w_next.shape[0] != w.shape[1]:
+                raise ValueError(f"{path}: layer shapes do not chain: {[(w.shape, b.shape) for w, b in layers]}")
+        return cls(inputs, layers)

@@ -1,0 +1,106 @@
+"""The network blended into a backend's own trees: trained with torch, served in numpy, shipped with the forest.
+Real rows: H200 Triton and cuBLAS GEMM measurements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("xgboost")
+torch = pytest.importorskip("torch")
+
+from kernelcast.features.vector import build_features  # noqa: E402
+from kernelcast.predictors import learned  # noqa: E402
+from kernelcast.predictors.mlp import Mlp, blend, fit_inputs  # noqa: E402
+from kernelcast.training.export import build_manifest, export_model  # noqa: E402
+from kernelcast.training.mlp import fit_mlp  # noqa: E402
+from kernelcast.training.xgb import LatencyRegressor  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "datasets/gemm"
+SMALL = {"n_estimators": 30, "quantile_estimators": 20, "max_depth": 5}
+NET = {"hidden": (24, 12), "epochs": 4, "batch": 64}
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    parts = []
+    for name, n in (("20261201_wide3", 900), ("20261201_cublas2", 400)):
+        rows = pd.read_parquet(DATA / f"kernelcast_h200_sxm_{name}.parquet")
+        parts.append(rows[(rows["status"] == "ok") & rows["repeat_of"].isna()].iloc[:n])
+    out = pd.concat(parts, ignore_index=True)
+    assert set(out["backend"]) == {"triton", "cublas"}
+    return out
+
+
+def test_inputs_log_wide_positive_columns_and_flag_missing_values():
+    x = np.array([[1.0, -3.0, np.nan], [1000.0, 2.0, 5.0], [10.0, 1.0, 7.0]])
+    stats = fit_inputs(x)
+    assert stats.log_columns.tolist() == [True, False, False]  # 1..1000 is wide; a negative column is not logged
+    assert stats.nan_columns.tolist() == [2]
+    z = stats.transform(x)
+    assert z.shape == (3, 4) and z.dtype == np.float32
+    np.testing.assert_allclose(z[:, :3].mean(axis=0)[:2], 0.0, atol=1e-6)  # standardized on the rows it was fitted on
+    assert z[:, 3].tolist() == [1.0, 0.0, 0.0] and z[0, 2] == 0.0  # a missing value: 0 and its flag
+
+
+def test_numpy_forward_is_torch_s(frame):
+    """The served forward (numpy, SiLU, weights stored [in, out]) gives what the trained torch layers give."""
+    feats = build_features(frame, "gemm")
+    x = learned.feature_matrix(feats, "gemm")
+    y = np.log(frame["latency_us"].to_numpy() / feats["scale_us"].to_numpy())
+    net = fit_mlp(x, y, params=NET)
+    layers = []
+    for i, (w, b) in enumerate(net.layers):
+        lin = torch.nn.Linear(*w.shape)
+        lin.weight.data, lin.bias.data = torch.from_numpy(w.T.copy()), torch.from_numpy(b.copy())
+        layers += [lin] + ([torch.nn.SiLU()] if i < len(net.layers) - 1 else [])
+    with torch.no_grad():
+        want = torch.nn.Sequential(*layers)(torch.from_numpy(net.inputs.transform(x)))[:, 0].numpy()
+    np.testing.assert_allclose(net.predict(x), want, rtol=1e-5, atol=1e-5)
+    assert np.median(np.abs(net.predict(x) - y)) < np.median(np.abs(y - np.median(y)))  # it learned something
+    with pytest.raises(ValueError, match="at least one batch of 64 rows; got 10"):
+        fit_mlp(x[:10], y[:10], params=NET)
+
+
+def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(frame, tmp_path):
+    feats = build_features(frame, "gemm")
+    y = frame["latency_us"].to_numpy()
+    own = {"triton": {"max_depth": 4, "n_estimators": 30, "learning_rate": 0.1, "mlp": {**NET, "weight": 0.4}}}
+    reg = LatencyRegressor("gemm", **SMALL, own_trees=own, shared_skips_own=True).fit(feats, y)
+    x = learned.feature_matrix(feats, "gemm")
+    triton = (frame["backend"] == "triton").to_numpy()
+    trees, served = reg.tree_margin(x), reg.point_margin(x)
+    np.testing.assert_array_equal(served[~triton], trees[~triton])  # cuBLAS rows: the trees alone
+    np.testing.assert_allclose(served[triton], blend(trees[triton], reg.mlps_["triton"].predict(x[triton]), 0.4))
+    assert np.abs(served - trees)[triton].min() > 0
+
+    manifest = build_manifest(reg, "gemm", frame, "0" * 16, {}, "test")
+    paths = export_model(reg, manifest, "gemm", tmp_path)
+    assert tmp_path / "gemm.mlp.npz" in paths
+    model = learned.load_model("gemm", tmp_path)  # checks the forest and the blend on the check rows
+    assert isinstance(model.mlp, Mlp) and model.manifest["mlp"]["triton"]["weight"] == 0.4
+    assert "triton rows: its trees and a multilayer perceptron, 40% the network's" in model.assumptions()
+    p50, low, high = model.predict(feats)
+    want = reg.predict_interval(feats)
+    np.testing.assert_allclose(p50, want[0], rtol=1e-3)
+    assert (low <= p50).all() and (p50 <= high).all()
+
+    # an altered network file, or a manifest whose weight was altered, is refused with the file named
+    manifest_path = tmp_path / "gemm.json"
+    saved = json.loads(manifest_path.read_text())
+    saved["mlp"]["triton"]["weight"] = 0.9
+    manifest_path.write_text(json.dumps(saved))
+    learned._load.cache_clear()
+    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: served margins differ"):
+        learned.load_model("gemm", tmp_path)
+    saved["mlp"]["triton"]["weight"] = 0.4
+    manifest_path.write_text(json.dumps(saved))
+    (tmp_path / "gemm.mlp.npz").write_bytes(b"not a network")
+    learned._load.cache_clear()
+    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: sha256 .* does not match"):
+        learned.load_model("gemm", tmp_path)
+    learned._load.cache_clear()
