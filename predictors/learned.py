@@ -396,7 +396,8 @@ class LearnedModel:
     def _assumptions(self) -> str:  # the manifest's, said with every answer: formatted once per model
         m = self.manifest
         nets = "".join(
-            f"; {b} rows: its trees and a multilayer perceptron, {w['weight']:.0%} the network's, averaged in log"
+            f"; {b} rows: their own trees averaged in log with a multilayer perceptron "
+            f"({w['weight']:.0%} the network's)"
             for b, w in m.get("mlp", {}).items()
         )
         return (

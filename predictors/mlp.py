@@ -5,8 +5,9 @@ other configs shaped; a network over the same features is smooth in them. On fiv
 GEMM training rows the network alone erred 4.9% median where the trees erred 5.8-6.0%, and their mean in log space 4.7%
 (benchmarks/RESULTS.md §50). ``training.mlp`` fits it; the learned model blends it into its backend's rows.
 
-Its inputs are the forest's feature matrix columns (``predictors.learned.matrix_columns``): wide-ranging positive
-columns in log, every column standardized, a missing value as 0 with a 0/1 column saying it was missing.
+Its inputs are the forest's feature matrix columns (``predictors.learned.matrix_columns``), each held to the range its
+training rows spanned (a network extrapolates past it linearly where trees stay at their last leaf), wide-ranging
+positive columns in log, every column standardized, a missing value as 0 with a 0/1 column saying it was missing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ MIN_STD = 1e-9
 class InputStats:
     """How raw feature columns become the network's inputs (fitted on the training rows, ``fit_inputs``)."""
 
+    low: np.ndarray  # per feature column: the training rows' least and greatest values, which inputs are held to
+    high: np.ndarray
     log_columns: np.ndarray  # bool per feature column: read in log
     mean: np.ndarray  # per feature column, after the log
     std: np.ndarray
@@ -35,7 +38,7 @@ class InputStats:
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         """Feature-matrix rows (float, NaN for missing) -> the network's float32 inputs."""
-        x = np.asarray(x, dtype=np.float64)
+        x = np.clip(np.asarray(x, dtype=np.float64), self.low, self.high)  # NaN stays NaN
         with np.errstate(invalid="ignore", divide="ignore"):
             logged = np.where(self.log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
         missing = np.isnan(logged)
@@ -55,7 +58,8 @@ def fit_inputs(x: np.ndarray) -> InputStats:
     mean = np.where(np.isfinite(mean), mean, 0.0)
     std = np.where(np.isfinite(std) & (std > MIN_STD), std, 1.0)
     nan_columns = np.flatnonzero(np.isnan(x).any(axis=0))
-    return InputStats(log_columns, mean, std, nan_columns)
+    low, high = np.where(np.isfinite(lo), lo, -np.inf), np.where(np.isfinite(hi), hi, np.inf)
+    return InputStats(low, high, log_columns, mean, std, nan_columns)
 
 
 def blend(trees: np.ndarray, net: np.ndarray, weight: float) -> np.ndarray:
@@ -64,8 +68,8 @@ def blend(trees: np.ndarray, net: np.ndarray, weight: float) -> np.ndarray:
 
 
 def silu(z: np.ndarray) -> np.ndarray:
-    """z · sigmoid(z), the hidden layers' activation."""
-    return z / (1.0 + np.exp(-z))
+    """z · sigmoid(z), the hidden layers' activation (sigmoid as (1 + tanh(z/2)) / 2: no overflow far below 0)."""
+    return 0.5 * z * (1.0 + np.tanh(0.5 * z))
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ class Mlp:
         """Write atomically (temp file + os.replace) as one npz."""
         path = Path(path)
         arrays = {
+            "low": self.inputs.low,
+            "high": self.inputs.high,
             "log_columns": self.inputs.log_columns,
             "mean": self.inputs.mean,
             "std": self.inputs.std,
@@ -107,7 +113,14 @@ class Mlp:
     @classmethod
     def load(cls, path: Path) -> Mlp:
         with np.load(path, allow_pickle=False) as z:
-            inputs = InputStats(z["log_columns"].astype(bool), z["mean"], z["std"], z["nan_columns"].astype(np.int64))
+            inputs = InputStats(
+                z["low"],
+                z["high"],
+                z["log_columns"].astype(bool),
+                z["mean"],
+                z["std"],
+                z["nan_columns"].astype(np.int64),
+            )
             n = sum(1 for k in z.files if k.startswith("w"))
             layers = tuple((z[f"w{i}"].astype(np.float32), z[f"b{i}"].astype(np.float32)) for i in range(n))
         width = len(inputs.mean) + len(inputs.nan_columns)

@@ -45,6 +45,9 @@ def test_inputs_log_wide_positive_columns_and_flag_missing_values():
     assert z.shape == (3, 4) and z.dtype == np.float32
     np.testing.assert_allclose(z[:, :3].mean(axis=0)[:2], 0.0, atol=1e-6)  # standardized on the rows it was fitted on
     assert z[:, 3].tolist() == [1.0, 0.0, 0.0] and z[0, 2] == 0.0  # a missing value: 0 and its flag
+    # past the training rows' range an input is held at its edge, as a tree stays at its last leaf
+    edge = stats.transform(np.array([[1e6, 9.0, 1.0]]))
+    np.testing.assert_array_equal(edge, stats.transform(np.array([[1000.0, 2.0, 5.0]])))
 
 
 def test_numpy_forward_is_torch_s(frame):
@@ -83,7 +86,9 @@ def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(
     assert tmp_path / "gemm.mlp.npz" in paths
     model = learned.load_model("gemm", tmp_path)  # checks the forest and the blend on the check rows
     assert isinstance(model.mlp, Mlp) and model.manifest["mlp"]["triton"]["weight"] == 0.4
-    assert "triton rows: its trees and a multilayer perceptron, 40% the network's" in model.assumptions()
+    assert "triton rows: their own trees averaged in log with a multilayer perceptron (40% the network's)" in (
+        model.assumptions()
+    )
     p50, low, high = model.predict(feats)
     want = reg.predict_interval(feats)
     np.testing.assert_allclose(p50, want[0], rtol=1e-3)

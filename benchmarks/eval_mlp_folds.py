@@ -1,0 +1,97 @@
+"""A backend's own trees, a network on the same rows, and their blends, on config-held-out folds of its training rows
+(choices made here, before any test set is read): median / p90 APE per network weight (0: the trees alone, 1: the
+network alone), each fold fitted on the other folds' configs.
+
+The trees are the op's own-tree parameters for the backend (its ``OpSpec.train_params``), fitted with XGBoost as
+``training.xgb`` fits them; the network is ``training.mlp.fit_mlp`` with its defaults. Kernelcast rows only, every GPU.
+
+Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--folds 0,1,2] [--json-out PATH]
+Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from kernelcast.features.ops import get_op, op_names
+from kernelcast.features.vector import build_features
+from kernelcast.predictors.learned import feature_matrix
+from kernelcast.predictors.mlp import blend
+from kernelcast.training.data import load_rows
+from kernelcast.training.mlp import fit_mlp
+from kernelcast.training.xgb import LatencyRegressor
+
+WEIGHTS = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)
+FOLDS = 5
+
+
+def config_folds(configs: np.ndarray) -> np.ndarray:
+    """Each row's fold: a hash of its config's text (rows of one config share a fold)."""
+    return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in configs])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--op", required=True, choices=op_names())
+    ap.add_argument("--backend", default="triton")
+    ap.add_argument("--folds", default="0,1,2", help=f"comma-separated folds of {FOLDS}")
+    ap.add_argument("--json-out", type=Path)
+    args = ap.parse_args()
+    folds = [int(f) for f in args.folds.split(",")]
+    if any(not 0 <= f < FOLDS for f in folds):
+        ap.error(f"--folds: each must be in 0..{FOLDS - 1}; got {args.folds!r}")
+    own = get_op(args.op).train_params.get("own_trees", {}).get(args.backend)
+    if own is None:
+        ap.error(f"--backend: {args.op} has no own trees for {args.backend!r}")
+    rows = load_rows(args.op, sources=("kernelcast",), roles=("train",))
+    rows = rows[rows["backend"] == args.backend].reset_index(drop=True)
+    feats = build_features(rows, args.op)
+    x = feature_matrix(feats, args.op)
+    y = np.log(rows["latency_us"].to_numpy(dtype=np.float64) / feats["scale_us"].to_numpy(dtype=np.float64))
+    fold_of = config_folds(rows["config"].to_numpy(dtype=object))
+    trees = LatencyRegressor(args.op, max_depth=own["max_depth"], learning_rate=own["learning_rate"])
+    params = trees._params(objective="reg:squarederror", **{k: own[k] for k in ("colsample_bytree",) if k in own})
+    import xgboost as xgb
+
+    table = []
+    for f in folds:
+        t0 = time.perf_counter()
+        train, test = fold_of != f, fold_of == f
+        booster = xgb.train(params, xgb.DMatrix(x[train], label=y[train], nthread=2), own["n_estimators"])
+        by_trees = np.asarray(booster.inplace_predict(x[test]), dtype=np.float64)
+        by_net = fit_mlp(x[train], y[train]).predict(x[test])
+        for w in WEIGHTS:
+            ape = np.abs(np.exp(blend(by_trees, by_net, w) - y[test]) - 1)
+            table.append(
+                {
+                    "fold": f,
+                    "weight": w,
+                    "rows": int(test.sum()),
+                    "configs": int(len(set(rows["config"][test]))),
+                    "median_ape": float(np.median(ape)),
+                    "p90_ape": float(np.quantile(ape, 0.9)),
+                }
+            )
+        took = time.perf_counter() - t0
+        print(f"fold {f}: {int(train.sum()):,} training rows, {int(test.sum()):,} held out, {took:.0f} s")
+    print(f"{args.op} {args.backend}, config-held-out folds {args.folds}: median / p90 APE by the network's weight")
+    print(f"{'weight':>7}  " + "  ".join(f"{'fold ' + str(f):>13}" for f in folds) + f"  {'mean':>13}")
+    for w in WEIGHTS:
+        mine = [r for r in table if r["weight"] == w]
+        cells = [f"{100 * r['median_ape']:5.2f} / {100 * r['p90_ape']:5.1f}" for r in mine]
+        med, p90 = (100 * np.mean([r[k] for r in mine]) for k in ("median_ape", "p90_ape"))
+        mean = f"{med:5.2f} / {p90:5.1f}"
+        print(f"{w:>7}  " + "  ".join(f"{c:>13}" for c in cells) + f"  {mean:>13}")
+    out = args.json_out or Path(__file__).parent / "results" / f"eval_mlp_folds_{args.op}.json"
+    out.write_text(json.dumps({"op": args.op, "backend": args.backend, "rows": len(rows), "table": table}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
