@@ -1,9 +1,9 @@
 """A small multilayer perceptron served beside a backend's own trees, in numpy.
 
 Trees split on the config's numbers one axis at a time, so a Triton config no training row ran lands in leaves that
-other configs shaped; a network over the same features is smooth in them. On five config-held-out folds of the Triton
-GEMM training rows the network alone erred 4.9% median where the trees erred 5.8-6.0%, and their mean in log space 4.7%
-(benchmarks/RESULTS.md §50). ``training.mlp`` fits it; the learned model blends it into its backend's rows.
+other configs shaped; a network over the same features is smooth in them. On three config-held-out folds of the Triton
+GEMM training rows the network alone erred 4.9-5.1% median where the trees erred 5.8-6.0%, and their mean in log space
+4.7-4.9% (benchmarks/RESULTS.md §50). ``training.mlp`` fits it; the learned model blends it into its backend's rows.
 
 Its inputs are the forest's feature matrix columns (``predictors.learned.matrix_columns``), each held to the range its
 training rows spanned (a network extrapolates past it linearly where trees stay at their last leaf), wide-ranging
@@ -80,13 +80,15 @@ class Mlp:
     layers: tuple[tuple[np.ndarray, np.ndarray], ...]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Feature-matrix rows -> the network's margin (log(latency / scale)), float64."""
-        h = self.inputs.transform(x)
+        """Feature-matrix rows -> the network's margin (log(latency / scale)). Computed in float64 and rounded to
+        float32: a row's answer is then the same alone and in any batch (BLAS sums a batch in another order than one
+        row, ~1e-16 apart, far inside float32's step), as the forest's is."""
+        h = self.inputs.transform(x).astype(np.float64)
         for i, (w, b) in enumerate(self.layers):
             h = h @ w + b
             if i < len(self.layers) - 1:
                 h = silu(h)
-        return h[:, 0].astype(np.float64)
+        return h[:, 0].astype(np.float32).astype(np.float64)
 
     @property
     def n_features(self) -> int:
@@ -122,7 +124,7 @@ class Mlp:
                 z["nan_columns"].astype(np.int64),
             )
             n = sum(1 for k in z.files if k.startswith("w"))
-            layers = tuple((z[f"w{i}"].astype(np.float32), z[f"b{i}"].astype(np.float32)) for i in range(n))
+            layers = tuple((z[f"w{i}"].astype(np.float64), z[f"b{i}"].astype(np.float64)) for i in range(n))
         width = len(inputs.mean) + len(inputs.nan_columns)
         if not layers or layers[0][0].shape[0] != width or layers[-1][0].shape[1] != 1:
             raise ValueError(f"{path}: layers do not take {width} inputs to one output")

@@ -59,11 +59,14 @@ def test_numpy_forward_is_torch_s(frame):
     layers = []
     for i, (w, b) in enumerate(net.layers):
         lin = torch.nn.Linear(*w.shape)
-        lin.weight.data, lin.bias.data = torch.from_numpy(w.T.copy()), torch.from_numpy(b.copy())
+        lin.weight.data = torch.from_numpy(w.T.astype(np.float32))
+        lin.bias.data = torch.from_numpy(b.astype(np.float32))
         layers += [lin] + ([torch.nn.SiLU()] if i < len(net.layers) - 1 else [])
     with torch.no_grad():
         want = torch.nn.Sequential(*layers)(torch.from_numpy(net.inputs.transform(x)))[:, 0].numpy()
     np.testing.assert_allclose(net.predict(x), want, rtol=1e-5, atol=1e-5)
+    alone = np.asarray([net.predict(x[i : i + 1])[0] for i in range(200)])
+    np.testing.assert_array_equal(alone, net.predict(x)[:200])  # one row alone is its answer in a batch, bit for bit
     assert np.median(np.abs(net.predict(x) - y)) < np.median(np.abs(y - np.median(y)))  # it learned something
     with pytest.raises(ValueError, match="at least one batch of 64 rows; got 10"):
         fit_mlp(x[:10], y[:10], params=NET)

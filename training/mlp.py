@@ -9,8 +9,8 @@ import numpy as np
 
 from kernelcast.predictors.mlp import Mlp, fit_inputs
 
-#: hidden widths, epochs, batch, peak learning rate (one cycle), weight decay and the Huber loss's beta in log units;
-#: chosen on config-held-out folds of the Triton GEMM training rows (benchmarks/RESULTS.md §50)
+#: hidden widths, epochs, batch, peak learning rate (one cycle), weight decay and the Huber loss's beta in log units:
+#: set once, not searched, then read on config-held-out folds of the Triton GEMM training rows (RESULTS.md §50)
 DEFAULTS = {"hidden": (512, 256, 128), "epochs": 40, "batch": 512, "lr": 2e-3, "weight_decay": 1e-4, "beta": 0.1}
 
 
@@ -60,5 +60,7 @@ def fit_mlp(
     linear = [m for m in net if isinstance(m, torch.nn.Linear)]
     return Mlp(
         stats,
-        tuple((m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linear),
+        tuple(
+            (m.weight.detach().numpy().T.astype(np.float64), m.bias.detach().numpy().astype(np.float64)) for m in linear
+        ),
     )

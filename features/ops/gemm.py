@@ -431,7 +431,7 @@ SPEC = register(
         # keep its rows and learn the GPUs off aiconfigurator's tables, answer it): on that fold cuBLAS 3.55 -> 3.25%
         # at depth 12 x 600 (3.20% at 1,200 trees, twice the walk; 3.45% at depth 10) (RESULTS §37). The Triton rows'
         # trees are averaged (in log) with a network fitted on the same rows (``training.mlp``): on three
-        # config-held-out folds of the Triton rows 6.0 -> 4.8% median, the network alone 4.9% (RESULTS §50)
+        # config-held-out folds of the Triton rows 6.0 -> 4.8% median, the network alone 5.0% (RESULTS §50)
         train_params={
             "max_depth": 12,
             "n_estimators": 600,
