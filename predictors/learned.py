@@ -46,6 +46,8 @@ MODEL_FILES = {"forest": ".forest.npz"}
 #: where a backend's own trees are blended with a network (``predictors.mlp``), its file (the manifest's ``mlp`` says
 #: which backend, its one-hot column and its weight)
 MLP_FILE = ".mlp.npz"
+#: every model file by role (``verified``): the required ones and the network
+ROLE_FILES = {**MODEL_FILES, "mlp": MLP_FILE}
 #: manifest keys serving reads
 REQUIRED_KEYS = (
     "format",
@@ -330,7 +332,7 @@ def file_sha256(path: Path) -> str:
 
 def verified(folder: Path, op: str, role: str, manifest: Mapping[str, Any]) -> Path:
     """The path of one model file, checked against the sha256 its manifest records."""
-    path = Path(folder) / f"{op}{MODEL_FILES.get(role) or {'mlp': MLP_FILE}[role]}"
+    path = Path(folder) / f"{op}{ROLE_FILES[role]}"
     want = manifest["files"].get(path.name) if isinstance(manifest["files"], Mapping) else None
     if not path.exists():
         raise ModelFileError(
@@ -489,8 +491,6 @@ class LearnedModel:
             return point
         ((_, spec),) = self.manifest["mlp"].items()
         mine = x[:, spec["column"]] == 1
-        if mine.all():
-            return blend(point, self.mlp.predict(x[:, : self.mlp.n_features]), spec["weight"])
         if mine.any():
             point = point.copy()
             point[mine] = blend(point[mine], self.mlp.predict(x[mine, : self.mlp.n_features]), spec["weight"])

@@ -38,12 +38,17 @@ class InputStats:
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         """Feature-matrix rows (float, NaN for missing) -> the network's float32 inputs."""
-        x = np.clip(np.asarray(x, dtype=np.float64), self.low, self.high)  # NaN stays NaN
-        with np.errstate(invalid="ignore", divide="ignore"):
-            logged = np.where(self.log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
+        held = np.clip(np.asarray(x, dtype=np.float64), self.low, self.high)  # a NaN stays NaN
+        logged = _logged(held, self.log_columns)
         missing = np.isnan(logged)
         z = np.where(missing, 0.0, (logged - self.mean) / self.std)
         return np.concatenate([z, missing[:, self.nan_columns]], axis=1).astype(np.float32)
+
+
+def _logged(x: np.ndarray, log_columns: np.ndarray) -> np.ndarray:
+    """``x`` with its ``log_columns`` in log (their non-positive values, and NaN, left as they are)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
 
 
 def fit_inputs(x: np.ndarray) -> InputStats:
@@ -53,7 +58,7 @@ def fit_inputs(x: np.ndarray) -> InputStats:
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: its statistics are NaN, replaced below
         lo, hi = np.nanmin(x, axis=0), np.nanmax(x, axis=0)
         log_columns = (lo > 0) & (hi / np.where(lo > 0, lo, 1.0) > LOG_RANGE)
-        logged = np.where(log_columns & (x > 0), np.log(np.where(x > 0, x, 1.0)), x)
+        logged = _logged(x, log_columns)
         mean, std = np.nanmean(logged, axis=0), np.nanstd(logged, axis=0)
     mean = np.where(np.isfinite(mean), mean, 0.0)
     std = np.where(np.isfinite(std) & (std > MIN_STD), std, 1.0)
@@ -128,7 +133,7 @@ class Mlp:
         width = len(inputs.mean) + len(inputs.nan_columns)
         if not layers or layers[0][0].shape[0] != width or layers[-1][0].shape[1] != 1:
             raise ValueError(f"{path}: layers do not take {width} inputs to one output")
-        for (w, b), (w_next, _) in zip(layers, layers[1:] + ((np.zeros((layers[-1][0].shape[1], 1)), None),)):
-            if b.shape != (w.shape[1],) or w_next.shape[0] != w.shape[1]:
-                raise ValueError(f"{path}: layer shapes do not chain: {[(w.shape, b.shape) for w, b in layers]}")
+        chained = all(w.shape[1] == w_next.shape[0] for (w, _), (w_next, _) in zip(layers, layers[1:]))
+        if not chained or any(b.shape != (w.shape[1],) for w, b in layers):
+            raise ValueError(f"{path}: layer shapes do not chain: {[(w.shape, b.shape) for w, b in layers]}")
         return cls(inputs, layers)
