@@ -1,11 +1,12 @@
 """A backend's own trees, a network on the same rows, and their blends, on config-held-out folds of its training rows
-(choices made here, before any test set is read): median / p90 APE per network weight (0: the trees alone, 1: the
-network alone), each fold fitted on the other folds' configs.
+(choices made here, before any test set is read): median / p90 APE per number of member networks averaged and per
+network weight (0: the trees alone, 1: the network alone), each fold fitted on the other folds' configs.
 
 The trees are the op's own-tree parameters for the backend (its ``OpSpec.train_params``), fitted with XGBoost as
-``training.xgb`` fits them; the network is ``training.mlp.fit_mlp`` with its defaults. Kernelcast rows only, every GPU.
+``training.xgb`` fits them; the network is ``training.mlp.fit_mlp`` with its defaults and ``--members`` members (seeds
+0, 1, ...; the table reads the mean of the first 1, 2, ... of them). Kernelcast rows only, every GPU.
 
-Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--folds 0,1,2] [--json-out PATH]
+Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--folds 0,1,2] [--members 4] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json).
 """
 
@@ -22,12 +23,12 @@ import numpy as np
 from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.vector import build_features
 from kernelcast.predictors.learned import feature_matrix
-from kernelcast.predictors.mlp import blend
+from kernelcast.predictors.mlp import Mlp, blend
 from kernelcast.training.data import load_rows
 from kernelcast.training.mlp import fit_mlp
 from kernelcast.training.xgb import LatencyRegressor
 
-WEIGHTS = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)
+WEIGHTS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0)
 FOLDS = 5
 
 
@@ -41,8 +42,11 @@ def main() -> None:
     ap.add_argument("--op", required=True, choices=op_names())
     ap.add_argument("--backend", default="triton")
     ap.add_argument("--folds", default="0,1,2", help=f"comma-separated folds of {FOLDS}")
+    ap.add_argument("--members", type=int, default=1, help="networks fitted per fold (seeds 0, 1, ...)")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
+    if args.members < 1:
+        ap.error(f"--members: must be >= 1; got {args.members}")
     folds = [int(f) for f in args.folds.split(",")]
     if any(not 0 <= f < FOLDS for f in folds):
         ap.error(f"--folds: each must be in 0..{FOLDS - 1}; got {args.folds!r}")
@@ -65,31 +69,39 @@ def main() -> None:
         train, test = fold_of != f, fold_of == f
         booster = xgb.train(params, xgb.DMatrix(x[train], label=y[train], nthread=2), own["n_estimators"])
         by_trees = np.asarray(booster.inplace_predict(x[test]), dtype=np.float64)
-        by_net = fit_mlp(x[train], y[train]).predict(x[test])
-        for w in WEIGHTS:
-            ape = np.abs(np.exp(blend(by_trees, by_net, w) - y[test]) - 1)
-            table.append(
-                {
-                    "fold": f,
-                    "weight": w,
-                    "rows": int(test.sum()),
-                    "configs": int(len(set(rows["config"][test]))),
-                    "median_ape": float(np.median(ape)),
-                    "p90_ape": float(np.quantile(ape, 0.9)),
-                }
-            )
+        net = fit_mlp(x[train], y[train], params={"members": args.members})
+        for k in range(1, args.members + 1):
+            by_net = Mlp(net.inputs, net.members[:k]).predict(x[test])
+            for w in WEIGHTS:
+                ape = np.abs(np.exp(blend(by_trees, by_net, w) - y[test]) - 1)
+                table.append(
+                    {
+                        "fold": f,
+                        "members": k,
+                        "weight": w,
+                        "rows": int(test.sum()),
+                        "configs": int(len(set(rows["config"][test]))),
+                        "median_ape": float(np.median(ape)),
+                        "p90_ape": float(np.quantile(ape, 0.9)),
+                    }
+                )
         took = time.perf_counter() - t0
         print(f"fold {f}: {int(train.sum()):,} training rows, {int(test.sum()):,} held out, {took:.0f} s")
-    print(f"{args.op} {args.backend}, config-held-out folds {args.folds}: median / p90 APE by the network's weight")
-    print(f"{'weight':>7}  " + "  ".join(f"{'fold ' + str(f):>13}" for f in folds) + f"  {'mean':>13}")
-    for w in WEIGHTS:
-        mine = [r for r in table if r["weight"] == w]
-        cells = [f"{100 * r['median_ape']:5.2f} / {100 * r['p90_ape']:5.1f}" for r in mine]
-        med, p90 = (100 * np.mean([r[k] for r in mine]) for k in ("median_ape", "p90_ape"))
-        mean = f"{med:5.2f} / {p90:5.1f}"
-        print(f"{w:>7}  " + "  ".join(f"{c:>13}" for c in cells) + f"  {mean:>13}")
+    print(
+        f"{args.op} {args.backend}, config-held-out folds {args.folds}: median / p90 APE by members averaged and the "
+        "network's weight (weight 0: the trees alone)"
+    )
+    print(f"{'members':>7} {'weight':>7}  " + "  ".join(f"{'fold ' + str(f):>13}" for f in folds) + f"  {'mean':>13}")
+    for k in range(1, args.members + 1):
+        for w in WEIGHTS if k == 1 else WEIGHTS[1:]:
+            mine = [r for r in table if r["weight"] == w and r["members"] == k]
+            cells = [f"{100 * r['median_ape']:5.2f} / {100 * r['p90_ape']:5.1f}" for r in mine]
+            med, p90 = (100 * np.mean([r[c] for r in mine]) for c in ("median_ape", "p90_ape"))
+            mean = f"{med:5.2f} / {p90:5.1f}"
+            print(f"{k:>7} {w:>7}  " + "  ".join(f"{c:>13}" for c in cells) + f"  {mean:>13}")
     out = args.json_out or Path(__file__).parent / "results" / f"eval_mlp_folds_{args.op}.json"
-    out.write_text(json.dumps({"op": args.op, "backend": args.backend, "rows": len(rows), "table": table}, indent=1))
+    payload = {"op": args.op, "backend": args.backend, "rows": len(rows), "members": args.members, "table": table}
+    out.write_text(json.dumps(payload, indent=1))
     print(f"wrote {out}")
 
 

@@ -398,8 +398,13 @@ class LearnedModel:
     def _assumptions(self) -> str:  # the manifest's, said with every answer: formatted once per model
         m = self.manifest
         nets = "".join(
-            f"; {b} rows: their own trees averaged in log with a multilayer perceptron "
-            f"({w['weight']:.0%} the network's)"
+            f"; {b} rows: their own trees averaged in log with "
+            + (
+                "a multilayer perceptron"
+                if w.get("members", 1) == 1
+                else f"the mean of {w['members']} multilayer perceptrons"
+            )
+            + f" ({w['weight']:.0%} the network's)"
             for b, w in m.get("mlp", {}).items()
         )
         return (
@@ -549,6 +554,11 @@ def _load_mlp(folder: Path, op: str, manifest: Mapping[str, Any]) -> Mlp:
         raise ModelFileError(f"{path}: not a readable network ({exc})") from None
     if net.n_features != len(manifest["features"]):
         raise ModelFileError(f"{path}: reads {net.n_features} inputs; its manifest lists {len(manifest['features'])}")
+    ((_, backend),) = spec.items()
+    if len(net.members) != backend.get("members", 1):
+        raise ModelFileError(
+            f"{path}: holds {len(net.members)} networks; its manifest says {backend.get('members', 1)}"
+        )
     return net
 
 

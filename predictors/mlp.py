@@ -12,6 +12,7 @@ positive columns in log, every column standardized, a missing value as 0 with a 
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import dataclass
@@ -79,21 +80,38 @@ def silu(z: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Mlp:
-    """Input statistics and the layers' (weight [in, out], bias [out]) pairs; SiLU between layers, one output."""
+    """Input statistics and one or more member networks, each its layers' (weight [in, out], bias [out]) pairs with SiLU
+    between layers and one output; the answer is the members' mean (networks fitted from other seeds disagree where
+    the rows are thin, and their mean errs less than any one: RESULTS.md §51)."""
 
     inputs: InputStats
-    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+    members: tuple[tuple[tuple[np.ndarray, np.ndarray], ...], ...]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Feature-matrix rows -> the network's margin (log(latency / scale)). Computed in float64 and rounded to
         float32: a row's answer is then the same alone and in any batch (BLAS sums a batch in another order than one
         row, ~1e-16 apart, far inside float32's step), as the forest's is."""
-        h = self.inputs.transform(x).astype(np.float64)
-        for i, (w, b) in enumerate(self.layers):
-            h = h @ w + b
-            if i < len(self.layers) - 1:
-                h = silu(h)
-        return h[:, 0].astype(np.float32).astype(np.float64)
+        w0, b0, ends = self._first_layers
+        first = silu(self.inputs.transform(x).astype(np.float64) @ w0 + b0)  # every member's first layer in one product
+        total = np.zeros(len(first))
+        for layers, lo, hi in zip(self.members, (0, *ends), ends):
+            h = first[:, lo:hi]
+            for i, (w, b) in enumerate(layers[1:], start=2):
+                h = h @ w + b
+                if i < len(layers):
+                    h = silu(h)
+            total += h[:, 0]
+        return (total / len(self.members)).astype(np.float32).astype(np.float64)
+
+    @functools.cached_property
+    def _first_layers(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        """The members' first layers side by side: weights [in, sum of widths], biases, and where each member ends."""
+        ends = tuple(np.cumsum([layers[0][0].shape[1] for layers in self.members]).tolist())
+        return (
+            np.hstack([layers[0][0] for layers in self.members]),
+            np.concatenate([layers[0][1] for layers in self.members]),
+            ends,
+        )
 
     @property
     def n_features(self) -> int:
@@ -110,8 +128,12 @@ class Mlp:
             "std": self.inputs.std,
             "nan_columns": self.inputs.nan_columns,
         }
-        for i, (w, b) in enumerate(self.layers):
-            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        for j, layers in enumerate(self.members):  # trained in float32, served in float64: stored in float32, exactly
+            for i, (w, b) in enumerate(layers):
+                for name, a in ((f"m{j}_w{i}", w), (f"m{j}_b{i}", b)):
+                    arrays[name] = a.astype(np.float32)
+                    if not np.array_equal(arrays[name], a):
+                        raise ValueError(f"{name}: holds values float32 cannot store exactly")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
         np.savez(tmp, **arrays)
         os.replace(tmp, path)
@@ -128,12 +150,24 @@ class Mlp:
                 z["std"],
                 z["nan_columns"].astype(np.int64),
             )
-            n = sum(1 for k in z.files if k.startswith("w"))
-            layers = tuple((z[f"w{i}"].astype(np.float64), z[f"b{i}"].astype(np.float64)) for i in range(n))
+            keys = set(z.files)
+            members = []
+            while f"m{len(members)}_w0" in keys:
+                j, layers = len(members), []
+                while f"m{j}_w{len(layers)}" in keys:
+                    i = len(layers)
+                    layers.append((z[f"m{j}_w{i}"].astype(np.float64), z[f"m{j}_b{i}"].astype(np.float64)))
+                members.append(tuple(layers))
         width = len(inputs.mean) + len(inputs.nan_columns)
-        if not layers or layers[0][0].shape[0] != width or layers[-1][0].shape[1] != 1:
-            raise ValueError(f"{path}: layers do not take {width} inputs to one output")
-        chained = all(w.shape[1] == w_next.shape[0] for (w, _), (w_next, _) in zip(layers, layers[1:]))
-        if not chained or any(b.shape != (w.shape[1],) for w, b in layers):
-            raise ValueError(f"{path}: layer shapes do not chain: {[(w.shape, b.shape) for w, b in layers]}")
-        return cls(inputs, layers)
+        if not members:
+            raise ValueError(f"{path}: no member network (arrays m0_w0, m0_b0, ...)")
+        for j, layers in enumerate(members):
+            if len(layers) < 2:
+                raise ValueError(f"{path}: member {j} has no hidden layer")
+            if layers[0][0].shape[0] != width or layers[-1][0].shape[1] != 1:
+                raise ValueError(f"{path}: member {j}'s layers do not take {width} inputs to one output")
+            chained = all(w.shape[1] == w_next.shape[0] for (w, _), (w_next, _) in zip(layers, layers[1:]))
+            if not chained or any(b.shape != (w.shape[1],) for w, b in layers):
+                shapes = [(w.shape, b.shape) for w, b in layers]
+                raise ValueError(f"{path}: member {j}'s layer shapes do not chain: {shapes}")
+        return cls(inputs, tuple(members))

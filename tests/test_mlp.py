@@ -18,7 +18,7 @@ from kernelcast.predictors import learned  # noqa: E402
 from kernelcast.predictors.mlp import Mlp, blend, fit_inputs  # noqa: E402
 from kernelcast.training.export import build_manifest, export_model  # noqa: E402
 from kernelcast.training.mlp import fit_mlp  # noqa: E402
-from kernelcast.training.xgb import LatencyRegressor  # noqa: E402
+from kernelcast.training.xgb import LatencyRegressor, own_column  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "datasets/gemm"
 SMALL = {"n_estimators": 30, "quantile_estimators": 20, "max_depth": 5}
@@ -55,27 +55,42 @@ def test_numpy_forward_is_torch_s(frame):
     feats = build_features(frame, "gemm")
     x = learned.feature_matrix(feats, "gemm")
     y = np.log(frame["latency_us"].to_numpy() / feats["scale_us"].to_numpy())
-    net = fit_mlp(x, y, params=NET)
-    layers = []
-    for i, (w, b) in enumerate(net.layers):
-        lin = torch.nn.Linear(*w.shape)
-        lin.weight.data = torch.from_numpy(w.T.astype(np.float32))
-        lin.bias.data = torch.from_numpy(b.astype(np.float32))
-        layers += [lin] + ([torch.nn.SiLU()] if i < len(net.layers) - 1 else [])
-    with torch.no_grad():
-        want = torch.nn.Sequential(*layers)(torch.from_numpy(net.inputs.transform(x)))[:, 0].numpy()
-    np.testing.assert_allclose(net.predict(x), want, rtol=1e-5, atol=1e-5)
+    net = fit_mlp(x, y, params={**NET, "members": 2})
+    assert len(net.members) == 2
+    outs = []
+    for member in net.members:
+        layers = []
+        for i, (w, b) in enumerate(member):
+            lin = torch.nn.Linear(*w.shape)
+            lin.weight.data = torch.from_numpy(w.T.astype(np.float32))
+            lin.bias.data = torch.from_numpy(b.astype(np.float32))
+            layers += [lin] + ([torch.nn.SiLU()] if i < len(member) - 1 else [])
+        with torch.no_grad():
+            outs.append(torch.nn.Sequential(*layers)(torch.from_numpy(net.inputs.transform(x)))[:, 0].numpy())
+    assert np.median(np.abs(outs[0] - outs[1])) > 1e-3  # two seeds, two networks
+    np.testing.assert_allclose(net.predict(x), np.mean(outs, axis=0), rtol=1e-5, atol=1e-5)  # served: their mean
+    one = fit_mlp(x, y, params=NET)
+    np.testing.assert_array_equal(one.predict(x), Mlp(net.inputs, net.members[:1]).predict(x))  # member 0: seed 0
     alone = np.asarray([net.predict(x[i : i + 1])[0] for i in range(200)])
     np.testing.assert_array_equal(alone, net.predict(x)[:200])  # one row alone is its answer in a batch, bit for bit
     assert np.median(np.abs(net.predict(x) - y)) < np.median(np.abs(y - np.median(y)))  # it learned something
     with pytest.raises(ValueError, match="at least one batch of 64 rows; got 10"):
         fit_mlp(x[:10], y[:10], params=NET)
+    with pytest.raises(ValueError, match="members must be an integer >= 1; got 0"):
+        fit_mlp(x, y, params={**NET, "members": 0})
 
 
 def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(frame, tmp_path):
     feats = build_features(frame, "gemm")
     y = frame["latency_us"].to_numpy()
-    own = {"triton": {"max_depth": 4, "n_estimators": 30, "learning_rate": 0.1, "mlp": {**NET, "weight": 0.4}}}
+    own = {
+        "triton": {
+            "max_depth": 4,
+            "n_estimators": 30,
+            "learning_rate": 0.1,
+            "mlp": {**NET, "weight": 0.4, "members": 2},
+        }
+    }
     reg = LatencyRegressor("gemm", **SMALL, own_trees=own, shared_skips_own=True).fit(feats, y)
     x = learned.feature_matrix(feats, "gemm")
     triton = (frame["backend"] == "triton").to_numpy()
@@ -88,9 +103,15 @@ def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(
     paths = export_model(reg, manifest, "gemm", tmp_path)
     assert tmp_path / "gemm.mlp.npz" in paths
     model = learned.load_model("gemm", tmp_path)  # checks the forest and the blend on the check rows
-    assert isinstance(model.mlp, Mlp) and model.manifest["mlp"]["triton"]["weight"] == 0.4
-    assert "triton rows: their own trees averaged in log with a multilayer perceptron (40% the network's)" in (
-        model.assumptions()
+    assert isinstance(model.mlp, Mlp) and model.manifest["mlp"]["triton"] == {
+        "weight": 0.4,
+        "column": own_column("gemm", "triton"),
+        "members": 2,
+    }
+    np.testing.assert_array_equal(model.mlp.predict(x), reg.mlps_["triton"].predict(x))  # both members came back
+    assert (
+        "triton rows: their own trees averaged in log with the mean of 2 multilayer perceptrons (40% the network's)"
+        in (model.assumptions())
     )
     p50, low, high = model.predict(feats)
     want = reg.predict_interval(feats)
@@ -106,6 +127,12 @@ def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(
     with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: served margins differ"):
         learned.load_model("gemm", tmp_path)
     saved["mlp"]["triton"]["weight"] = 0.4
+    saved["mlp"]["triton"]["members"] = 3
+    manifest_path.write_text(json.dumps(saved))
+    learned._load.cache_clear()
+    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: holds 2 networks; its manifest says 3"):
+        learned.load_model("gemm", tmp_path)
+    saved["mlp"]["triton"]["members"] = 2
     manifest_path.write_text(json.dumps(saved))
     (tmp_path / "gemm.mlp.npz").write_bytes(b"not a network")
     learned._load.cache_clear()

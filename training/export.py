@@ -149,7 +149,10 @@ def export_model(
     manifest = {
         **manifest,
         "routes": routes,
-        "mlp": {b: {"weight": model.mlp_weight(b), "column": own_column(op, b)} for b in mlps},
+        "mlp": {
+            b: {"weight": model.mlp_weight(b), "column": own_column(op, b), "members": len(net.members)}
+            for b, net in mlps.items()
+        },
         "files": {f"{op}{suffix}": file_sha256(out_dir / f"{op}{suffix}") for suffix in suffixes},
         "check": check_rows(model),
     }
