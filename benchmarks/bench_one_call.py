@@ -1,9 +1,11 @@
 """One warm ``predict_latency`` call against another revision, in one run: p50 per description on each.
 
-Usage: python benchmarks/bench_one_call.py --baseline-python PY [--calls 2000] [--json-out PATH]
+Usage: python benchmarks/bench_one_call.py --baseline-python PY [--calls 2000] [--rounds 3] [--json-out PATH]
 ``PY``: an interpreter whose installed kernelcast is the other revision (as bench_vs_aiconfigurator.py's
 ``--baseline-python``); this interpreter's kernelcast is the other side. Each is timed in its own subprocess, the two
-alternating description by description; only the ratio within one run means anything on a shared machine.
+alternating ``rounds`` times per description; a side's figure is the median of its rounds' p50s. Only the ratio within
+one run means anything on a shared machine (two runs on the dev machine put one call's ratio at 0.58× and 1.18×
+with one round each).
 Prints a table; writes JSON (default benchmarks/results/bench_one_call.json).
 """
 
@@ -13,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -82,18 +85,26 @@ def main() -> None:
         "--baseline-python", required=True, help="an interpreter whose installed kernelcast is the other revision"
     )
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of the two sides per description")
     parser.add_argument("--json-out", type=Path, default=HERE / "benchmarks" / "results" / "bench_one_call.json")
     args = parser.parse_args()
+    if args.rounds < 1 or args.calls < 1:
+        parser.error(f"--rounds and --calls must be >= 1; got {args.rounds}, {args.calls}")
     rows = []
     print(f"{'description':<50} {'base µs':>9} {'this µs':>9} {'speed-up':>8}  same answer")
     for name, desc in DESCRIPTIONS.items():
-        base, this = time_python(args.baseline_python, desc, args.calls), time_python(sys.executable, desc, args.calls)
+        rounds = [
+            (time_python(args.baseline_python, desc, args.calls), time_python(sys.executable, desc, args.calls))
+            for _ in range(args.rounds)
+        ]
+        base, this = ({**rounds[0][i], "p50_us": statistics.median(b[i]["p50_us"] for b in rounds)} for i in (0, 1))
+        base["rounds_p50_us"], this["rounds_p50_us"] = ([r[i]["p50_us"] for r in rounds] for i in (0, 1))
         same = (base["model"], base["latency_us"]) == (this["model"], this["latency_us"])
         rows.append({"description": name, "desc": desc, "base": base, "this": this, "same_answer": same})
         speedup = base["p50_us"] / this["p50_us"]
         print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same}")
     meta = {"baseline_revision": installed_revision(args.baseline_python),
-            "this_revision": installed_revision(sys.executable), "calls": args.calls,
+            "this_revision": installed_revision(sys.executable), "calls": args.calls, "rounds": args.rounds,
             "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
     args.json_out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
 

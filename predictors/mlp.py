@@ -74,8 +74,11 @@ def blend(trees: np.ndarray, net: np.ndarray, weight: float) -> np.ndarray:
 
 
 def silu(z: np.ndarray) -> np.ndarray:
-    """z · sigmoid(z), the hidden layers' activation (sigmoid as (1 + tanh(z/2)) / 2: no overflow far below 0)."""
-    return 0.5 * z * (1.0 + np.tanh(0.5 * z))
+    """z / (1 + exp(-z)), the hidden layers' activation; the exponent held under 700 (no overflow: past it the answer
+    is 0 in float64 anyway). numpy's exp runs about twice as fast as its tanh, the other usual form."""
+    e = np.exp(-np.maximum(z, -700.0))
+    e += 1.0
+    return np.divide(z, e, out=e)
 
 
 @dataclass(frozen=True)
