@@ -48,6 +48,11 @@ DESCRIPTIONS = {
         **ATTENTION, "gpu": "H100", "backend": "efficient", "seq_q": 2048, "seq_kv": 2048, "causal": False,
         "mask": True,
     },
+    "moe triton H200 Mixtral 512 tokens (config)": {
+        "op": "moe", "gpu": "H200", "dtype": "bf16", "backend": "triton", "tokens": 512, "hidden": 4096,
+        "ffn": 14336, "experts": 8, "top_k": 2,
+        "config": {"block_m": 64, "block_n": 128, "block_k": 64, "group_m": 8, "num_warps": 4, "num_stages": 3},
+    },
     "attention triton H200 prefill 2048 (config)": {
         **ATTENTION, "gpu": "H200", "backend": "triton", "seq_q": 2048, "seq_kv": 2048, "causal": True,
         "config": {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3},
