@@ -118,24 +118,21 @@ def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(
     np.testing.assert_allclose(p50, want[0], rtol=1e-3)
     assert (low <= p50).all() and (p50 <= high).all()
 
-    # an altered network file, or a manifest whose weight was altered, is refused with the file named
+    # a manifest whose weight or member count was altered, or an altered network file, is refused with the file named
     manifest_path = tmp_path / "gemm.json"
-    saved = json.loads(manifest_path.read_text())
-    saved["mlp"]["triton"]["weight"] = 0.9
-    manifest_path.write_text(json.dumps(saved))
-    learned._load.cache_clear()
-    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: served margins differ"):
-        learned.load_model("gemm", tmp_path)
-    saved["mlp"]["triton"]["weight"] = 0.4
-    saved["mlp"]["triton"]["members"] = 3
-    manifest_path.write_text(json.dumps(saved))
-    learned._load.cache_clear()
-    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: holds 2 networks; its manifest says 3"):
-        learned.load_model("gemm", tmp_path)
-    saved["mlp"]["triton"]["members"] = 2
-    manifest_path.write_text(json.dumps(saved))
-    (tmp_path / "gemm.mlp.npz").write_bytes(b"not a network")
-    learned._load.cache_clear()
-    with pytest.raises(learned.ModelFileError, match=r"gemm\.mlp\.npz: sha256 .* does not match"):
-        learned.load_model("gemm", tmp_path)
+    shipped = manifest_path.read_text()
+    for change, match in (
+        ({"weight": 0.9}, r"gemm\.mlp\.npz: served margins differ"),
+        ({"members": 3}, r"gemm\.mlp\.npz: holds 2 networks; its manifest says 3"),
+        (None, r"gemm\.mlp\.npz: sha256 .* does not match"),
+    ):
+        saved = json.loads(shipped)
+        if change is None:
+            (tmp_path / "gemm.mlp.npz").write_bytes(b"not a network")
+        else:
+            saved["mlp"]["triton"].update(change)
+        manifest_path.write_text(json.dumps(saved))
+        learned._load.cache_clear()
+        with pytest.raises(learned.ModelFileError, match=match):
+            learned.load_model("gemm", tmp_path)
     learned._load.cache_clear()
