@@ -554,11 +554,9 @@ def _load_mlp(folder: Path, op: str, manifest: Mapping[str, Any]) -> Mlp:
         raise ModelFileError(f"{path}: not a readable network ({exc})") from None
     if net.n_features != len(manifest["features"]):
         raise ModelFileError(f"{path}: reads {net.n_features} inputs; its manifest lists {len(manifest['features'])}")
-    ((_, backend),) = spec.items()
-    if len(net.members) != backend.get("members", 1):
-        raise ModelFileError(
-            f"{path}: holds {len(net.members)} networks; its manifest says {backend.get('members', 1)}"
-        )
+    ((_, entry),) = spec.items()
+    if len(net.members) != (said := entry.get("members", 1)):
+        raise ModelFileError(f"{path}: holds {len(net.members)} networks; its manifest says {said}")
     return net
 
 

@@ -153,14 +153,15 @@ class Mlp:
                 z["std"],
                 z["nan_columns"].astype(np.int64),
             )
-            keys = set(z.files)
-            members = []
-            while f"m{len(members)}_w0" in keys:
-                j, layers = len(members), []
-                while f"m{j}_w{len(layers)}" in keys:
-                    i = len(layers)
-                    layers.append((z[f"m{j}_w{i}"].astype(np.float64), z[f"m{j}_b{i}"].astype(np.float64)))
-                members.append(tuple(layers))
+            depth = {}  # member -> its number of layers, from the array names m{member}_w{layer}
+            for name in z.files:
+                if name.startswith("m") and "_w" in name:
+                    j = int(name[1 : name.index("_w")])
+                    depth[j] = depth.get(j, 0) + 1
+            members = [
+                tuple((z[f"m{j}_w{i}"].astype(np.float64), z[f"m{j}_b{i}"].astype(np.float64)) for i in range(depth[j]))
+                for j in range(len(depth))
+            ]
         width = len(inputs.mean) + len(inputs.nan_columns)
         if not members:
             raise ValueError(f"{path}: no member network (arrays m0_w0, m0_b0, ...)")
