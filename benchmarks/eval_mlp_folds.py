@@ -1,12 +1,18 @@
-"""A backend's own trees, a network on the same rows, and their blends, on config-held-out folds of its training rows
+"""A backend's own trees, a network on the same rows, and their blends, on held-out folds of its training rows
 (choices made here, before any test set is read): median / p90 APE per number of member networks averaged and per
-network weight (0: the trees alone, 1: the network alone), each fold fitted on the other folds' configs.
+network weight (0: the trees alone, 1: the network alone), each fold fitted on the other folds' rows.
+
+``--split config`` (default) holds configs out (a hash of the config's text). ``--split shapes`` holds out the shapes
+measured at 10 configs or more (``eval_regret_folds.shape_folds``: five folds by a hash of the shape) and also scores
+config search on them: the regret of the config each blend ranks first among a held-out shape's measured configs, the
+share within 5% of the best, and the share with the best in the top 5 (issue 16).
 
 The trees are the op's own-tree parameters for the backend (its ``OpSpec.train_params``), fitted with XGBoost as
 ``training.xgb`` fits them; the network is ``training.mlp.fit_mlp`` with its defaults and ``--members`` members (seeds
 0, 1, ...; the table reads the mean of the first 1, 2, ... of them). Kernelcast rows only, every GPU.
 
-Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--folds 0,1,2] [--members 4] [--json-out PATH]
+Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--split config|shapes] [--folds 0,1,2]
+       [--members 4] [--json-out PATH]
 Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json).
 """
 
@@ -19,17 +25,21 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from kernelcast.features.ops import get_op, op_names
 from kernelcast.features.vector import build_features
 from kernelcast.predictors.learned import feature_matrix
 from kernelcast.predictors.mlp import Mlp, blend
+from kernelcast.training import regret
 from kernelcast.training.data import load_rows
 from kernelcast.training.mlp import fit_mlp
 from kernelcast.training.xgb import LatencyRegressor
 
 WEIGHTS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0)
 FOLDS = 5
+#: --split shapes: the configs a shape needs to be held out and judged (as eval_regret_folds' default)
+MIN_CONFIGS = 10
 
 
 def config_folds(configs: np.ndarray) -> np.ndarray:
@@ -37,10 +47,31 @@ def config_folds(configs: np.ndarray) -> np.ndarray:
     return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in configs])
 
 
+def pick_figures(rows: pd.DataFrame, keys: pd.Series, log_answer: np.ndarray) -> dict:
+    """Config search on held-out shapes: mean regret of the top-1 pick, share within 5% of the best, share with the
+    best in the top 5 (``regret.NEAR``, ``regret.TOP_K``)."""
+    frame = pd.DataFrame(
+        {"shape": keys.to_numpy(), "measured": rows["latency_us"].to_numpy(dtype=np.float64), "answer": log_answer}
+    )
+    top1, top5 = [], []
+    for _, mine in frame.groupby("shape", sort=False):
+        ranked = mine.sort_values("answer", kind="stable")["measured"].to_numpy()
+        top1.append(ranked[0] / ranked.min())
+        top5.append(ranked[: regret.TOP_K].min() == ranked.min())
+    top1 = np.asarray(top1)
+    return {
+        "shapes": len(top1),
+        "regret": float(top1.mean()),
+        "within_5pct": float((top1 <= regret.NEAR).mean()),
+        "top5": float(np.mean(top5)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--op", required=True, choices=op_names())
     ap.add_argument("--backend", default="triton")
+    ap.add_argument("--split", default="config", choices=("config", "shapes"), help="what a fold holds out")
     ap.add_argument("--folds", default="0,1,2", help=f"comma-separated folds of {FOLDS}")
     ap.add_argument("--members", type=int, default=1, help="networks fitted per fold (seeds 0, 1, ...)")
     ap.add_argument("--json-out", type=Path)
@@ -58,7 +89,14 @@ def main() -> None:
     feats = build_features(rows, args.op)
     x = feature_matrix(feats, args.op)
     y = np.log(rows["latency_us"].to_numpy(dtype=np.float64) / feats["scale_us"].to_numpy(dtype=np.float64))
-    fold_of = config_folds(rows["config"].to_numpy(dtype=object))
+    keys = None  # --split shapes: each row's shape
+    if args.split == "config":
+        fold_of = config_folds(rows["config"].to_numpy(dtype=object))
+    else:
+        from eval_regret_folds import shape_folds, shape_keys
+
+        keys = shape_keys(rows, args.op)
+        fold_of = shape_folds(keys, MIN_CONFIGS)
     trees = LatencyRegressor(args.op, max_depth=own["max_depth"], learning_rate=own["learning_rate"])
     params = trees._params(objective="reg:squarederror", **{k: own[k] for k in ("colsample_bytree",) if k in own})
     import xgboost as xgb
@@ -73,34 +111,52 @@ def main() -> None:
         for k in range(1, args.members + 1):
             by_net = Mlp(net.inputs, net.members[:k]).predict(x[test])
             for w in WEIGHTS:
-                ape = np.abs(np.exp(blend(by_trees, by_net, w) - y[test]) - 1)
-                table.append(
-                    {
-                        "fold": f,
-                        "members": k,
-                        "weight": w,
-                        "rows": int(test.sum()),
-                        "configs": int(len(set(rows["config"][test]))),
-                        "median_ape": float(np.median(ape)),
-                        "p90_ape": float(np.quantile(ape, 0.9)),
-                    }
-                )
+                answer = blend(by_trees, by_net, w)
+                ape = np.abs(np.exp(answer - y[test]) - 1)
+                row = {
+                    "fold": f,
+                    "members": k,
+                    "weight": w,
+                    "rows": int(test.sum()),
+                    "configs": int(len(set(rows["config"][test]))),
+                    "median_ape": float(np.median(ape)),
+                    "p90_ape": float(np.quantile(ape, 0.9)),
+                }
+                if keys is not None:
+                    log_us = answer + np.log(feats["scale_us"].to_numpy()[test])
+                    row.update(pick_figures(rows[test], keys[test], log_us))
+                table.append(row)
         took = time.perf_counter() - t0
         print(f"fold {f}: {int(train.sum()):,} training rows, {int(test.sum()):,} held out, {took:.0f} s")
     print(
-        f"{args.op} {args.backend}, config-held-out folds {args.folds}: median / p90 APE by members averaged and the "
-        "network's weight (weight 0: the trees alone)"
+        f"{args.op} {args.backend}, {args.split}-held-out folds {args.folds}: median / p90 APE by members averaged and "
+        "the network's weight (weight 0: the trees alone)"
+        + ("; config search on the held-out shapes: mean regret, within 5%, best in top 5" if keys is not None else "")
     )
-    print(f"{'members':>7} {'weight':>7}  " + "  ".join(f"{'fold ' + str(f):>13}" for f in folds) + f"  {'mean':>13}")
+    search = f"  {'regret':>7} {'5%':>6} {'top5':>6}" if keys is not None else ""
+    head = "  ".join(f"{'fold ' + str(f):>13}" for f in folds)
+    print(f"{'members':>7} {'weight':>7}  {head}  {'mean':>13}{search}")
     for k in range(1, args.members + 1):
         for w in WEIGHTS if k == 1 else WEIGHTS[1:]:
             mine = [r for r in table if r["weight"] == w and r["members"] == k]
             cells = [f"{100 * r['median_ape']:5.2f} / {100 * r['p90_ape']:5.1f}" for r in mine]
             med, p90 = (100 * np.mean([r[c] for r in mine]) for c in ("median_ape", "p90_ape"))
             mean = f"{med:5.2f} / {p90:5.1f}"
+            if keys is not None:  # over every held-out shape, each fold weighted by its shapes
+                n = np.asarray([r["shapes"] for r in mine], dtype=np.float64)
+                agg = {c: float(np.dot(n, [r[c] for r in mine]) / n.sum()) for c in ("regret", "within_5pct", "top5")}
+                mean += f"  {agg['regret']:7.4f} {100 * agg['within_5pct']:5.1f}% {100 * agg['top5']:5.1f}%"
             print(f"{k:>7} {w:>7}  " + "  ".join(f"{c:>13}" for c in cells) + f"  {mean:>13}")
-    out = args.json_out or Path(__file__).parent / "results" / f"eval_mlp_folds_{args.op}.json"
-    payload = {"op": args.op, "backend": args.backend, "rows": len(rows), "members": args.members, "table": table}
+    name = f"eval_mlp_folds_{args.op}" + ("_shapes" if args.split == "shapes" else "")
+    out = args.json_out or Path(__file__).parent / "results" / f"{name}.json"
+    payload = {
+        "op": args.op,
+        "backend": args.backend,
+        "split": args.split,
+        "rows": len(rows),
+        "members": args.members,
+        "table": table,
+    }
     out.write_text(json.dumps(payload, indent=1))
     print(f"wrote {out}")
 
