@@ -13,7 +13,8 @@ The trees are the op's own-tree parameters for the backend (its ``OpSpec.train_p
 
 Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--split config|shapes] [--folds 0,1,2]
        [--members 4] [--json-out PATH]
-Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json).
+Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json, or eval_mlp_folds_<op>_shapes.json
+with --split shapes).
 """
 
 from __future__ import annotations
