@@ -48,23 +48,18 @@ def config_folds(configs: np.ndarray) -> np.ndarray:
     return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in configs])
 
 
-def pick_figures(rows: pd.DataFrame, keys: pd.Series, log_answer: np.ndarray) -> dict:
-    """Config search on held-out shapes: mean regret of the top-1 pick, share within 5% of the best, share with the
-    best in the top 5 (``regret.NEAR``, ``regret.TOP_K``)."""
-    frame = pd.DataFrame(
-        {"shape": keys.to_numpy(), "measured": rows["latency_us"].to_numpy(dtype=np.float64), "answer": log_answer}
-    )
-    top1, top5 = [], []
-    for _, mine in frame.groupby("shape", sort=False):
-        ranked = mine.sort_values("answer", kind="stable")["measured"].to_numpy()
-        top1.append(ranked[0] / ranked.min())
-        top5.append(ranked[: regret.TOP_K].min() == ranked.min())
-    top1 = np.asarray(top1)
+def pick_figures(rows: pd.DataFrame, keys: pd.Series, test: np.ndarray, log_answer: np.ndarray) -> dict:
+    """Config search on the held-out shapes (rows ``test``), every GPU's together: mean regret of the top-1 pick,
+    share within 5% of the best, share with the best in the top 5 (``eval_regret_folds.picks`` per shape)."""
+    from eval_regret_folds import picks
+
+    shapes = picks(rows, keys, np.flatnonzero(test), log_answer)
+    top1 = shapes["kernelcast_top1_regret"]
     return {
-        "shapes": len(top1),
+        "shapes": len(shapes),
         "regret": float(top1.mean()),
         "within_5pct": float((top1 <= regret.NEAR).mean()),
-        "top5": float(np.mean(top5)),
+        "top5": float((shapes["best_rank"] <= regret.TOP_K).mean()),
     }
 
 
@@ -125,7 +120,7 @@ def main() -> None:
                 }
                 if keys is not None:
                     log_us = answer + np.log(feats["scale_us"].to_numpy()[test])
-                    row.update(pick_figures(rows[test], keys[test], log_us))
+                    row.update(pick_figures(rows, keys, test, log_us))
                 table.append(row)
         took = time.perf_counter() - t0
         print(f"fold {f}: {int(train.sum()):,} training rows, {int(test.sum()):,} held out, {took:.0f} s")
