@@ -2,10 +2,10 @@
 
 import collections
 import functools
+import random
 import re
 
 import pytest
-import tomllib
 
 from kernelcast.collect import sweeps
 from kernelcast.features.desc import parse_desc
@@ -285,15 +285,26 @@ def test_config_pool_exclude_draws_clear_of_other_sweeps(tmp_path, monkeypatch):
         sweeps.expand("train", "H200")
 
 
-def _runs_triton(name: str) -> bool:
-    """Whether any block of sweep ``name`` draws a Triton backend (the others hold no Triton config to compare)."""
-    data = tomllib.loads((sweeps.SWEEP_DIR / f"{name}.toml").read_text())
-    backends = [b.get("backend") for kind in sweeps.BLOCK_KINDS for b in data.get(kind, [])]
-    return any(b == "triton" or (isinstance(b, list) and "triton" in b) for b in backends)
-
-
-def _triton_configs(names, seed):
-    return {(d.op, d.config) for n in names if _runs_triton(n) for d in _expanded(n, seed) if d.backend == "triton"}
+def _triton_configs(names) -> set:
+    """The (op, config) pairs that the Triton blocks of sweeps ``names`` may give a point: every table of their seeded
+    pools, lists and single tables. No point draws outside them, whatever the expansion seed (asserted: a config
+    spec is one of those three), so this holds for every seed the GPU ran, not just the seeds a test expands."""
+    out = set()
+    for name in names:
+        path, data = sweeps._load(name)
+        for block in (b for kind in sweeps.BLOCK_KINDS for b in data.get(kind, []) if "config" in b):
+            backends = block.get("backend")
+            if not (backends == "triton" or (isinstance(backends, list) and "triton" in backends)):
+                continue
+            spec = block["config"]
+            if isinstance(spec, dict) and "pool" in spec:
+                assert isinstance(spec.get("pool_seed"), int), (name, spec)
+                tables = sweeps._pool(path, "config", spec, random.Random(spec["pool_seed"]))
+            else:
+                tables = spec if isinstance(spec, list) else [spec]
+                assert all(not isinstance(v, (list, dict)) for t in tables for v in t.values()), (name, spec)
+            out.update((block["op"], tuple(sorted(t.items()))) for t in tables)
+    return out
 
 
 def test_independent_test_sweeps_use_fresh_triton_configs():
@@ -303,9 +314,7 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
     tests = [n for n in sweeps.list_sweeps() if re.search(r"_test\d*$", n)]  # _test, _test2, ...
     # _tune, _tune2, ...: config-search test sets (their configs may be the training pools'; their shapes are fresh)
     train = [n for n in sweeps.list_sweeps() if n not in tests and not re.search(r"_tune\d*$", n)]
-    shared = _triton_configs(tests, 1001) & (
-        _triton_configs(train, 0) | _triton_configs(train, 1) | _triton_configs(train, 2)
-    )
+    shared = _triton_configs(tests) & _triton_configs(train)
     keys = ("block_k", "block_m", "block_n", "group_m", "num_stages", "num_warps", "split_k")
     gemm = lambda *values: ("gemm", tuple(zip(keys, values)))
     known = {
