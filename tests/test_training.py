@@ -457,3 +457,23 @@ def test_own_trees_for_measured_gpus_only_route_other_gpus_to_the_shared_trees(r
         feats, np.where(cublas, 3, 1) * frame["latency_us"]
     )
     assert np.abs(np.asarray(changed.booster_.inplace_predict(x)) - shared)[cublas].min() > 0.3
+
+
+def test_source_weights_balance_sources_within_each_fitted_group():
+    """Every source carries the same total within the rows one set of trees fits (hand-computed); rows added to an
+    own-tree backend the shared trees skip leave the shared rows' weights as they were."""
+    from kernelcast.training.run import fit_groups, source_weights
+
+    params = {"own_trees": {"triton": {}, "cublas": {"measured_gpus_only": True}}, "shared_skips_own": True}
+    backends = np.array(["cublas"] * 2 + ["trtllm"] * 6 + ["triton"] * 4)
+    sources = np.array(["kernelcast"] * 2 + ["aiconfigurator"] * 6 + ["kernelcast"] * 4)
+    groups = fit_groups(backends, params)
+    assert list(groups) == [""] * 8 + ["triton"] * 4  # cuBLAS keeps its rows in the shared trees
+    weights = source_weights(sources, groups)
+    np.testing.assert_allclose(weights, [2.0] * 2 + [2 / 3] * 6 + [1.0] * 4)
+    more = source_weights(
+        np.append(sources, ["kernelcast"] * 4), fit_groups(np.append(backends, ["triton"] * 4), params)
+    )
+    np.testing.assert_allclose(more[:8], weights[:8])
+    assert set(fit_groups(backends, {**params, "shared_skips_own": False})) == {""}  # one set of trees fits them all
+    np.testing.assert_allclose(source_weights(sources[:8]), weights[:8])  # no groups: one

@@ -72,10 +72,31 @@ def _sample(mask: np.ndarray, limit: int, seed: int) -> np.ndarray:
     return idx if len(idx) <= limit else np.sort(np.random.default_rng(seed).choice(idx, limit, replace=False))
 
 
-def source_weights(sources: np.ndarray) -> np.ndarray:
-    """Per-row weights giving every source the same total (mean 1): our scarce rows count as much as the import."""
-    names, inverse, counts = np.unique(sources.astype(str), return_inverse=True, return_counts=True)
-    return (len(sources) / (len(names) * counts))[inverse]
+def source_weights(sources: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """Per-row weights giving every source the same total within each group of rows fitted together (mean 1 in each
+    group): our scarce rows count as much as the import, and rows added to one group's trees leave the weights of
+    the others' rows as they were."""
+    sources = sources.astype(str)
+    groups = np.zeros(len(sources), dtype=int) if groups is None else groups
+    out = np.empty(len(sources))
+    for group in np.unique(groups):
+        mine = groups == group
+        names, inverse, counts = np.unique(sources[mine], return_inverse=True, return_counts=True)
+        out[mine] = (mine.sum() / (len(names) * counts))[inverse]
+    return out
+
+
+def fit_groups(backends: np.ndarray, params: dict) -> np.ndarray:
+    """Which trees fit each row: a backend with trees of its own that the shared trees skip (``shared_skips_own``,
+    not ``measured_gpus_only``) is fitted alone; every other row shares the shared trees. The group's name: the
+    backend, or "" for the shared rows."""
+    backends = backends.astype(str)
+    alone = [
+        b
+        for b, own in (params.get("own_trees") or {}).items()
+        if params.get("shared_skips_own") and not own.get("measured_gpus_only")
+    ]
+    return np.where(np.isin(backends, alone), backends, "")
 
 
 def fit_fold(
@@ -89,8 +110,9 @@ def fit_fold(
         "_i"
     ].to_numpy()
     latency = frame["latency_us"].to_numpy()
-    weight = source_weights(frame["source"].to_numpy()[train]) if cfg.balance_sources else None
     params = {**get_op(cfg.op).train_params, **cfg.params}
+    groups = fit_groups(frame["backend"].to_numpy()[train], params)
+    weight = source_weights(frame["source"].to_numpy()[train], groups) if cfg.balance_sources else None
     configs = frame["config"].to_numpy(dtype=object)[train] if "config" in frame else None
     model = LatencyRegressor(cfg.op, **params).fit(
         build_features(frame.iloc[train], cfg.op),
