@@ -460,8 +460,8 @@ def test_own_trees_for_measured_gpus_only_route_other_gpus_to_the_shared_trees(r
 
 
 def test_source_weights_balance_sources_within_each_fitted_group():
-    """Every source carries the same total within the rows one set of trees fits (hand-computed); rows added to an
-    own-tree backend the shared trees skip leave the shared rows' weights as they were."""
+    """Every source carries the same total within the rows one set of trees fits (hand-computed), up to a 4× weight
+    ratio; rows added to an own-tree backend the shared trees skip leave the shared rows' weights as they were."""
     from kernelcast.training.run import fit_groups, source_weights
 
     params = {"own_trees": {"triton": {}, "cublas": {"measured_gpus_only": True}}, "shared_skips_own": True}
@@ -477,3 +477,6 @@ def test_source_weights_balance_sources_within_each_fitted_group():
     np.testing.assert_allclose(more[:8], weights[:8])
     assert set(fit_groups(backends, {**params, "shared_skips_own": False})) == {""}  # one set of trees fits them all
     np.testing.assert_allclose(source_weights(sources[:8]), weights[:8])  # no groups: one
+    # a scarce source weighs at most MAX_SOURCE_WEIGHT_RATIO (4) times another's rows: 1 row beside 10, not 10×
+    capped = source_weights(np.array(["kernelcast"] + ["aiconfigurator"] * 10))
+    np.testing.assert_allclose(capped, [4 * 11 / 14] + [11 / 14] * 10)
