@@ -37,7 +37,7 @@ class RunConfig:
     max_train_rows: int = 200_000  # outside rows per fold, drawn per (gpu, backend, source); ours all kept
     max_test_rows: int = 150_000  # per fold, evaluation rows (a seeded sample when more)
     params: dict = field(default_factory=dict)  # LatencyRegressor overrides
-    balance_sources: bool = True  # weight rows so each source carries the same total weight
+    balance_sources: bool = True  # each source the same total weight in each group of trees (source_weights)
     datasets: Path | None = None  # default <repo>/datasets
     outside: Path | None = None  # default <datasets>/outside
     log_mlflow: bool = True  # log the run (and register the model when training)
