@@ -2,7 +2,6 @@
 
 import collections
 import functools
-import random
 import re
 
 import pytest
@@ -285,26 +284,13 @@ def test_config_pool_exclude_draws_clear_of_other_sweeps(tmp_path, monkeypatch):
         sweeps.expand("train", "H200")
 
 
-def _triton_configs(names) -> set:
-    """The (op, config) pairs that the Triton blocks of sweeps ``names`` may give a point: every table of their seeded
-    pools, lists and single tables. No point draws outside them, whatever the expansion seed (asserted: a config
-    spec is one of those three), so this holds for every seed the GPU ran, not just the seeds a test expands."""
-    out = set()
-    for name in names:
-        path, data = sweeps._load(name)
-        for block in (b for kind in sweeps.BLOCK_KINDS for b in data.get(kind, []) if "config" in b):
-            backends = block.get("backend")
-            if not (backends == "triton" or (isinstance(backends, list) and "triton" in backends)):
-                continue
-            spec = block["config"]
-            if isinstance(spec, dict) and "pool" in spec:
-                assert isinstance(spec.get("pool_seed"), int), (name, spec)
-                tables = sweeps._pool(path, "config", spec, random.Random(spec["pool_seed"]))
-            else:
-                tables = spec if isinstance(spec, list) else [spec]
-                assert all(not isinstance(v, (list, dict)) for t in tables for v in t.values()), (name, spec)
-            out.update((block["op"], tuple(sorted(t.items()))) for t in tables)
-    return out
+def _configs(names) -> set:
+    """Every config table sweeps ``names`` may give a point, whatever the expansion seed: their seeded pools' tables,
+    lists and single tables, as ``pool_exclude`` reads them (``sweeps._sweep_tables``, which refuses a pool without
+    ``pool_seed``). Covers every seed the GPU ran, not just the seeds a test expands."""
+    tables = {t for name in names for t in sweeps._sweep_tables(name, "config", ())}
+    assert all(not isinstance(v, (list, dict)) for t in tables for _, v in t), "a config table drawn per point"
+    return tables
 
 
 def test_independent_test_sweeps_use_fresh_triton_configs():
@@ -314,7 +300,7 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
     tests = [n for n in sweeps.list_sweeps() if re.search(r"_test\d*$", n)]  # _test, _test2, ...
     # _tune, _tune2, ...: config-search test sets (their configs may be the training pools'; their shapes are fresh)
     train = [n for n in sweeps.list_sweeps() if n not in tests and not re.search(r"_tune\d*$", n)]
-    shared = _triton_configs(tests) & _triton_configs(train)
+    shared = _configs(tests) & _configs(train)
     keys = ("block_k", "block_m", "block_n", "group_m", "num_stages", "num_warps", "split_k")
     gemm = lambda *values: ("gemm", tuple(zip(keys, values)))
     known = {
@@ -323,7 +309,7 @@ def test_independent_test_sweeps_use_fresh_triton_configs():
         gemm(16, 128, 32, 16, 6, 8, 1),
         gemm(64, 16, 256, 16, 2, 8, 1),
     }
-    assert {(op, tuple(sorted(dict(c).items()))) for op, c in shared} <= known
+    assert shared <= {config for _, config in known}
 
 
 def test_computed_keys_chain_and_scratch_draws_are_dropped(tmp_path, monkeypatch):
