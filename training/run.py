@@ -23,7 +23,7 @@ from kernelcast.training import data, evaluate, plots, tracking
 from kernelcast.training.export import build_manifest, export_model
 from kernelcast.training.gnn import GNN_OPS
 from kernelcast.training.splits import FROZEN_PERCENT, FROZEN_SALT, Split, make_splits
-from kernelcast.training.xgb import LatencyRegressor
+from kernelcast.training.xgb import LatencyRegressor, skipped_backends
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,10 @@ def source_weights(sources: np.ndarray, groups: np.ndarray | None = None) -> np.
 
 
 def fit_groups(backends: np.ndarray, params: dict) -> np.ndarray:
-    """Which trees fit each row: a backend with trees of its own that the shared trees skip (``shared_skips_own``,
-    not ``measured_gpus_only``) is fitted alone; every other row shares the shared trees. The group's name: the
-    backend, or "" for the shared rows."""
+    """Which trees fit each row: a backend the shared trees skip (``xgb.skipped_backends``) is fitted alone; every
+    other row shares the shared trees. The group's name: the backend, or "" for the shared rows."""
     backends = backends.astype(str)
-    alone = [
-        b
-        for b, own in (params.get("own_trees") or {}).items()
-        if params.get("shared_skips_own") and not own.get("measured_gpus_only")
-    ]
+    alone = skipped_backends(params.get("own_trees"), params.get("shared_skips_own", False))
     return np.where(np.isin(backends, alone), backends, "")
 
 
@@ -120,8 +115,8 @@ def fit_fold(
     ].to_numpy()
     latency = frame["latency_us"].to_numpy()
     params = {**get_op(cfg.op).train_params, **cfg.params}
-    groups = fit_groups(frame["backend"].to_numpy()[train], params)
-    weight = source_weights(frame["source"].to_numpy()[train], groups) if cfg.balance_sources else None
+    backends, sources = frame["backend"].to_numpy()[train], frame["source"].to_numpy()[train]
+    weight = source_weights(sources, fit_groups(backends, params)) if cfg.balance_sources else None
     configs = frame["config"].to_numpy(dtype=object)[train] if "config" in frame else None
     model = LatencyRegressor(cfg.op, **params).fit(
         build_features(frame.iloc[train], cfg.op),

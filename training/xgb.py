@@ -44,6 +44,12 @@ def own_column(op: str, backend: str) -> int:
     return columns.index(name)
 
 
+def skipped_backends(own_trees: dict | None, shared_skips_own: bool) -> list[str]:
+    """The own-tree backends whose rows the shared trees never see (``shared_skips_own``): all of them but those
+    whose own trees answer only their measured GPUs (``measured_gpus_only``: the shared trees keep their rows)."""
+    return [b for b, own in (own_trees or {}).items() if shared_skips_own and not own.get("measured_gpus_only")]
+
+
 #: training rows kept with a fitted model, whose margins its exported forest is checked against
 CHECK_ROWS = 64
 
@@ -200,9 +206,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
 
         own_rows = {backend: rows & (x[:, own_column(self.op, backend)] == 1) for backend in self.own_trees or {}}
         shared = rows.copy()
-        for backend, mine in own_rows.items() if self.shared_skips_own else ():
-            if not self.own_trees[backend].get("measured_gpus_only"):
-                shared &= ~mine
+        for backend in skipped_backends(self.own_trees, self.shared_skips_own):
+            shared &= ~own_rows[backend]
         booster = xgb.train(
             self._params(objective="reg:squarederror"),
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
