@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -37,10 +38,11 @@ from kernelcast.training.data import load_rows
 from kernelcast.training.mlp import fit_mlp
 from kernelcast.training.xgb import LatencyRegressor
 
+sys.path.insert(0, str(Path(__file__).parent))
+from eval_regret_folds import MIN_CONFIGS, picks, shape_folds, shape_keys  # noqa: E402
+
 WEIGHTS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0)
 FOLDS = 5
-#: --split shapes: the configs a shape needs to be held out and judged (as eval_regret_folds' default)
-MIN_CONFIGS = 10
 
 
 def config_folds(configs: np.ndarray) -> np.ndarray:
@@ -51,8 +53,6 @@ def config_folds(configs: np.ndarray) -> np.ndarray:
 def pick_figures(rows: pd.DataFrame, keys: pd.Series, test: np.ndarray, log_answer: np.ndarray) -> dict:
     """Config search on the held-out shapes (rows ``test``), every GPU's together: mean regret of the top-1 pick,
     share within 5% of the best, share with the best in the top 5 (``eval_regret_folds.picks`` per shape)."""
-    from eval_regret_folds import picks
-
     shapes = picks(rows, keys, np.flatnonzero(test), log_answer)
     top1 = shapes["kernelcast_top1_regret"]
     return {
@@ -89,8 +89,6 @@ def main() -> None:
     if args.split == "config":
         fold_of = config_folds(rows["config"].to_numpy(dtype=object))
     else:
-        from eval_regret_folds import shape_folds, shape_keys
-
         keys = shape_keys(rows, args.op)
         fold_of = shape_folds(keys, MIN_CONFIGS)
     trees = LatencyRegressor(args.op, max_depth=own["max_depth"], learning_rate=own["learning_rate"])

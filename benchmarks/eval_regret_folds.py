@@ -29,6 +29,8 @@ from kernelcast.training.run import RunConfig, fit_fold, load
 from kernelcast.training.splits import Split
 
 FOLDS = 5
+#: the configs a shape needs to be held out and judged (the --min-configs default)
+MIN_CONFIGS = 10
 
 
 def shape_keys(frame: pd.DataFrame, op: str) -> pd.Series:
@@ -75,7 +77,12 @@ def picks(frame: pd.DataFrame, keys: pd.Series, test: np.ndarray, log_answer: np
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--op", default="gemm", choices=sorted(regret.TUNE_SWEEPS))
-    ap.add_argument("--min-configs", type=int, default=10, help="configs a shape needs to be judged (default 10)")
+    ap.add_argument(
+        "--min-configs",
+        type=int,
+        default=MIN_CONFIGS,
+        help=f"configs a shape needs to be judged (default {MIN_CONFIGS})",
+    )
     ap.add_argument("--folds", default=",".join(str(f) for f in range(FOLDS)))
     ap.add_argument("--seeds", default="0", help="XGBoost seeds whose models' log answers are averaged")
     ap.add_argument("--json-out", type=Path)
