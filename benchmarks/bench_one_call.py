@@ -1,6 +1,7 @@
 """One warm ``predict_latency`` call against another revision, in one run: p50 per description on each.
 
-Usage: python benchmarks/bench_one_call.py --baseline-python PY [--calls 2000] [--rounds 3] [--json-out PATH]
+Usage: python benchmarks/bench_one_call.py --baseline-python PY [--calls 2000] [--rounds 3] [--only TEXT]
+       [--json-out PATH]
 ``PY``: an interpreter whose installed kernelcast is the other revision (as bench_vs_aiconfigurator.py's
 ``--baseline-python``); this interpreter's kernelcast is the other side. Each is timed in its own subprocess, the two
 alternating ``rounds`` times per description; a side's figure is the median of its rounds' p50s. Only the ratio within
@@ -58,6 +59,20 @@ DESCRIPTIONS = {
         "config": {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3},
     },
 }  # fmt: skip
+#: a fused Inductor kernel with its Triton source, which the GNN answers: the first persistent reduction of the fused
+#: model's first independent test file (its source is too long to write here)
+FUSED_FILE = HERE / "datasets" / "fused" / "kernelcast_h200_sxm_20261201_test.parquet"
+
+
+def fused_description() -> dict:
+    import pandas as pd
+
+    from kernelcast.features.desc import op_fields
+
+    rows = pd.read_parquet(FUSED_FILE)
+    row = rows[(rows["status"] == "ok") & (rows["kind"] == "persistent_reduction")].iloc[0]
+    return {k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in op_fields("fused") if k in row}
+
 
 #: run in the tree's own interpreter: warm p50 (µs) of ``calls`` predict_latency calls of one description
 TIMER = """
@@ -91,13 +106,17 @@ def main() -> None:
     )
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the two sides per description")
+    parser.add_argument("--only", default="", help="time only the descriptions whose name contains this text")
     parser.add_argument("--json-out", type=Path, default=HERE / "benchmarks" / "results" / "bench_one_call.json")
     args = parser.parse_args()
     if args.rounds < 1 or args.calls < 1:
         parser.error(f"--rounds and --calls must be >= 1; got {args.rounds}, {args.calls}")
     rows = []
-    print(f"{'description':<50} {'base µs':>9} {'this µs':>9} {'speed-up':>8}  same answer")
-    for name, desc in DESCRIPTIONS.items():
+    print(f"{'description':<50} {'base µs':>9} {'this µs':>9} {'speed-up':>8}  same answer (relative move)")
+    descriptions = {**DESCRIPTIONS, "fused inductor H200 persistent reduction (source)": fused_description()}
+    for name, desc in descriptions.items():
+        if args.only not in name:
+            continue
         rounds = [
             (time_python(args.baseline_python, desc, args.calls), time_python(sys.executable, desc, args.calls))
             for _ in range(args.rounds)
@@ -105,11 +124,15 @@ def main() -> None:
         base, this = ({**rounds[0][i], "p50_us": statistics.median(b[i]["p50_us"] for b in rounds)} for i in (0, 1))
         base["rounds_p50_us"], this["rounds_p50_us"] = ([r[i]["p50_us"] for r in rounds] for i in (0, 1))
         same = (base["model"], base["latency_us"]) == (this["model"], this["latency_us"])
-        rows.append({"description": name, "desc": desc, "base": base, "this": this, "same_answer": same})
+        moved = abs(this["latency_us"] / base["latency_us"] - 1)  # float rounding where the arithmetic's order moved
+        rows.append(
+            {"description": name, "desc": desc, "base": base, "this": this, "same_answer": same, "answer_moved": moved}
+        )
         speedup = base["p50_us"] / this["p50_us"]
-        print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same}")
+        print(f"{name:<50} {base['p50_us']:>9.1f} {this['p50_us']:>9.1f} {speedup:>7.2f}×  {same} ({moved:.1e})")
     meta = {"baseline_revision": installed_revision(args.baseline_python),
             "this_revision": installed_revision(sys.executable), "calls": args.calls, "rounds": args.rounds,
+            "only": args.only,
             "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()}  # fmt: skip
     args.json_out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
 

@@ -111,6 +111,14 @@ def _code_check(name, col, ctx):
     return Check(values, bad, lambda i: "the kernel's Triton source (a string) or absent")
 
 
+def _code_one(value, ctx):
+    """``_code_check`` for one value (``validate_one``'s path): a string or None; anything else goes to the column
+    path, which names it."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError("not a string")
+
+
 SPEC = register(
     OpSpec(
         name="fused",
@@ -140,7 +148,12 @@ SPEC = register(
             "strided_stores": IntField(0, 4096, default=0),
             "index_ops": IntField(0, 1 << 16, default=0),
             "code": CustomField(
-                checker=_code_check, text="the kernel's Triton source", default=None, python_type=str, optional=True
+                checker=_code_check,
+                scalar_checker=_code_one,
+                text="the kernel's Triton source",
+                default=None,
+                python_type=str,
+                optional=True,
             ),
         },
         dtypes=("fp32", "bf16", "fp16"),
