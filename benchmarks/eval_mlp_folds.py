@@ -2,19 +2,21 @@
 (choices made here, before any test set is read): median / p90 APE per number of member networks averaged and per
 network weight (0: the trees alone, 1: the network alone), each fold fitted on the other folds' rows.
 
-``--split config`` (default) holds configs out (a hash of the config's text). ``--split shapes`` holds out the shapes
-measured at 10 configs or more (``eval_regret_folds.shape_folds``: five folds by a hash of the shape) and also scores
-config search on them: the regret of the config each blend ranks first among a held-out shape's measured configs, the
-share within 5% of the best, and the share with the best in the top 5 (issue 16).
+``--split config`` (default) holds configs out (a hash of the config's text); ``--split descs`` holds out
+descriptions (a hash of every description field but the config: for a library backend, its shapes). ``--split
+shapes`` holds out the shapes measured at 10 configs or more (``eval_regret_folds.shape_folds``: five folds by a hash
+of the shape) and also scores config search on them: the regret of the config each blend ranks first among a held-out
+shape's measured configs, the share within 5% of the best, and the share with the best in the top 5 (issue 16).
 
 The trees are the op's own-tree parameters for the backend (its ``OpSpec.train_params``), fitted with XGBoost as
 ``training.xgb`` fits them; the network is ``training.mlp.fit_mlp`` with its defaults and ``--members`` members (seeds
 0, 1, ...; the table reads the mean of the first 1, 2, ... of them). Kernelcast rows only, every GPU.
 
-Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--split config|shapes] [--folds 0,1,2]
-       [--members 4] [--json-out PATH]
+Usage: python benchmarks/eval_mlp_folds.py --op gemm [--backend triton] [--split config|descs|shapes] [--folds 0,1,2]
+       [--members 4] [--score-where "batch > 1"] [--json-out PATH]
+``--score-where``: score only the held-out rows this pandas query keeps (every row still trains).
 Prints a table; writes JSON (default benchmarks/results/eval_mlp_folds_<op>.json, or eval_mlp_folds_<op>_shapes.json
-with --split shapes).
+with --split shapes, eval_mlp_folds_<op>_<backend>_descs.json with --split descs).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ FOLDS = 5
 
 
 def config_folds(configs: np.ndarray) -> np.ndarray:
-    """Each row's fold: a hash of its config's text (rows of one config share a fold)."""
+    """Each row's fold: a hash of its config's text (rows of one config share a fold); also of any other text."""
     return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in configs])
 
 
@@ -67,7 +69,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--op", required=True, choices=op_names())
     ap.add_argument("--backend", default="triton")
-    ap.add_argument("--split", default="config", choices=("config", "shapes"), help="what a fold holds out")
+    ap.add_argument("--split", default="config", choices=("config", "descs", "shapes"), help="what a fold holds out")
+    ap.add_argument("--score-where", default="", help="a pandas query: score only the held-out rows it keeps")
     ap.add_argument("--folds", default="0,1,2", help=f"comma-separated folds of {FOLDS}")
     ap.add_argument("--members", type=int, default=1, help="networks fitted per fold (seeds 0, 1, ...)")
     ap.add_argument("--json-out", type=Path)
@@ -88,6 +91,8 @@ def main() -> None:
     keys = None  # --split shapes: each row's shape
     if args.split == "config":
         fold_of = config_folds(rows["config"].to_numpy(dtype=object))
+    elif args.split == "descs":
+        fold_of = config_folds(shape_keys(rows, args.op).to_numpy(dtype=object))
     else:
         keys = shape_keys(rows, args.op)
         fold_of = shape_folds(keys, MIN_CONFIGS)
@@ -95,10 +100,11 @@ def main() -> None:
     params = trees._params(objective="reg:squarederror", **{k: own[k] for k in ("colsample_bytree",) if k in own})
     import xgboost as xgb
 
+    scored = rows.eval(args.score_where).to_numpy(dtype=bool) if args.score_where else np.ones(len(rows), dtype=bool)
     table = []
     for f in folds:
         t0 = time.perf_counter()
-        train, test = fold_of != f, fold_of == f
+        train, test = fold_of != f, (fold_of == f) & scored
         booster = xgb.train(params, xgb.DMatrix(x[train], label=y[train], nthread=2), own["n_estimators"])
         by_trees = np.asarray(booster.inplace_predict(x[test]), dtype=np.float64)
         net = fit_mlp(x[train], y[train], params={"members": args.members})
@@ -141,12 +147,14 @@ def main() -> None:
                 agg = {c: float(np.dot(n, [r[c] for r in mine]) / n.sum()) for c in ("regret", "within_5pct", "top5")}
                 mean += f"  {agg['regret']:7.4f} {100 * agg['within_5pct']:5.1f}% {100 * agg['top5']:5.1f}%"
             print(f"{k:>7} {w:>7}  " + "  ".join(f"{c:>13}" for c in cells) + f"  {mean:>13}")
-    name = f"eval_mlp_folds_{args.op}" + ("_shapes" if args.split == "shapes" else "")
+    suffix = {"config": "", "shapes": "_shapes", "descs": f"_{args.backend}_descs"}[args.split]
+    name = f"eval_mlp_folds_{args.op}{suffix}"
     out = args.json_out or Path(__file__).parent / "results" / f"{name}.json"
     payload = {
         "op": args.op,
         "backend": args.backend,
         "split": args.split,
+        "score_where": args.score_where,
         "rows": len(rows),
         "members": args.members,
         "table": table,
