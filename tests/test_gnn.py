@@ -58,6 +58,12 @@ def test_saved_and_loaded_gnn_answers_as_the_fitted_one(fitted, rows, shipped):
     got = loaded.predict_columns("fused", cols, {c: feats[c].to_numpy() for c in feats})
     assert isinstance(loaded.net, served.NumpySage)  # serving runs the numpy copy of the torch network
     np.testing.assert_allclose(got["latency_us"], model.predict(rows, feats), rtol=1e-4)
+    assert sum(len(served.kernel_graph(c)[0]) for c in rows["code"]) > served.DENSE_NODES  # the batch: reduceat
+    for i in range(5):  # one kernel alone: its neighbours averaged by the dense adjacency product
+        one = loaded.predict_columns(
+            "fused", {c: v[i : i + 1] for c, v in cols.items()}, {c: feats[c].to_numpy()[i : i + 1] for c in feats}
+        )
+        np.testing.assert_allclose(one["latency_us"], got["latency_us"][i : i + 1], rtol=1e-5)
     assert (got["low_us"] <= got["latency_us"]).all() and (got["latency_us"] <= got["high_us"]).all()
 
 
