@@ -8,7 +8,9 @@ the output code Inductor writes for the H200 here (torch of this host), and noth
 (a) the 80 compiled decoder layers' device time (layers built as the collector built them: ``functional_layer``);
 (b) fusion speedup, predicted eager/compile device time against measured eager_device_us/device_us, on the layers
     and on the independent test graphs;
-(c) Kendall tau over each fusion-choice graph's 6 Inductor option sets (predicted vs measured totals);
+(c) Kendall tau over each fusion-choice graph's 6 Inductor option sets (predicted vs measured totals); also with
+    each choice's kernels taken from the GPU's own compile (their sources in datasets/fused/…_choices.parquet), the
+    fused model's ranking with this host's codegen out of the way;
 (d) kernel grouping: the Triton kernels generated here against those the GPU's compile launched (same names in the
     same order);
 (e) seconds for a one-layer compiled prediction, codegen included.
@@ -225,7 +227,7 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
             taus.append(float(tau))
     # the same, with the option sets whose GPU compile launched the same kernels taken as one (their measured
     # totals differ by noise only): mean measured and mean predicted per distinct kernel list
-    ctaus, same_code = [], []
+    ctaus, same_code, same_kinds = [], [], []
     for _, grp in C.groupby("seed"):
         lists = grp["gpu_kernels"].map(tuple)
         agg = grp.groupby(lists)[["device_us", "measured_us"]].mean()
@@ -235,6 +237,9 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
             # every choice's kernels generated here named as the GPU's: the ranking free of the two torch versions'
             # codegen differences (this host's Inductor against the GPU host's)
             same_code.append(bool(grp["grouping_match"].all()))
+            # the same kernel kinds in the same order, names aside (torch 2.13 names an online softmax's kernels
+            # without the exp and sub torch 2.11 lists)
+            same_kinds.append(bool(grp["kinds_match"].all()))
     out["choices"] = {
         "distinct_code_graphs": len(ctaus),
         "mean_tau_distinct_code": float(np.mean(ctaus)) if ctaus else float("nan"),
@@ -242,6 +247,11 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
         "mean_tau_distinct_code_generated_alike": (
             float(np.mean([t for t, ok in zip(ctaus, same_code) if ok])) if any(same_code) else float("nan")
         ),
+        "distinct_code_graphs_same_kinds": int(sum(same_kinds)),
+        "mean_tau_distinct_code_same_kinds": (
+            float(np.mean([t for t, ok in zip(ctaus, same_kinds) if ok])) if any(same_kinds) else float("nan")
+        ),
+        **gpu_sources_tau(),
         "graphs": int(C["seed"].nunique()),
         "mean_tau": float(np.mean(taus)) if taus else float("nan"),
         "median_tau": float(np.median(taus)) if taus else float("nan"),
@@ -262,6 +272,37 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
     }
     out["fused_models"] = sorted({m for rows in (lay, test, choices) for r in rows for m in r.get("fused_models", [])})
     return out
+
+
+def gpu_sources_tau() -> dict:
+    """Kendall tau over the fusion choices (collapsed to the GPU's distinct kernel lists, as ``summarize``) with each
+    choice's total predicted from the kernels the GPU's compile launched (their descriptions and sources as measured,
+    datasets/fused/…_choices.parquet): how well the fused model ranks the choices whatever this host's Inductor
+    writes. A graph some of whose kernels have no fused row is left out."""
+    from scipy.stats import kendalltau
+
+    from kernelcast import predict_many
+    from kernelcast.features.desc import op_fields
+
+    kernels = pd.read_parquet(ROOT / "datasets/fused/kernelcast_h200_sxm_20261201_choices.parquet")
+    kernels = kernels[kernels["status"] == "ok"]
+    fields = [c for c in op_fields("fused") if c in kernels and c != "config"]
+    kernels = kernels.assign(predicted=predict_many(kernels[fields])["latency_us"].to_numpy())
+    per_call = kernels.groupby("task").agg(
+        predicted=("predicted", "sum"), found=("predicted", "size"), launched=("kernels_in_call", "first")
+    )
+    tasks = _tasks("choices").merge(per_call, left_on="task", right_index=True, how="left")
+    tasks["lists"] = tasks["kernels"].map(lambda k: tuple(name for name, *_ in json.loads(k)))
+    taus = []
+    for _, grp in tasks.groupby("seed"):
+        agg = grp.groupby("lists")[["predicted", "device_us"]].mean()
+        if len(agg) > 1 and (grp["found"] == grp["launched"]).all():
+            tau = kendalltau(agg["predicted"], agg["device_us"]).statistic
+            taus.append(0.0 if np.isnan(tau) else float(tau))
+    return {
+        "distinct_code_graphs_gpu_sources": len(taus),
+        "mean_tau_distinct_code_gpu_sources": float(np.mean(taus)) if taus else float("nan"),
+    }
 
 
 def time_layer() -> dict:
@@ -372,7 +413,10 @@ def print_table(res: dict) -> None:
         f"  collapsed to the GPU's distinct kernel lists: mean tau {c['mean_tau_distinct_code']:.3f} over "
         f"{c['distinct_code_graphs']} graphs whose option sets compiled differently on the GPU; "
         f"{c['mean_tau_distinct_code_generated_alike']:.3f} over the {c['distinct_code_graphs_generated_alike']} "
-        "of them whose every choice generated here the GPU's kernels"
+        "of them whose every choice generated here the GPU's kernels; "
+        f"{c['mean_tau_distinct_code_same_kinds']:.3f} over the {c['distinct_code_graphs_same_kinds']} whose kernels "
+        f"here are the GPU's kinds in its order; {c['mean_tau_distinct_code_gpu_sources']:.3f} over "
+        f"{c['distinct_code_graphs_gpu_sources']} with the GPU's own kernels predicted"
     )
     g = res["grouping"]
     print(
