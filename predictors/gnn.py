@@ -160,6 +160,29 @@ def _relu(a: np.ndarray) -> np.ndarray:
     return np.maximum(a, 0.0, out=a)
 
 
+def _neighbours_mean(src: np.ndarray, dst: np.ndarray, nodes: int):
+    """(h, out) -> out holds each node's mean over its incoming edges (0 without any), as torch_geometric's SAGE mean
+    aggregation: up to ``DENSE_NODES`` one product with the row-normalised adjacency, past it sums in runs of one
+    target node."""
+    if nodes <= DENSE_NODES:
+        adjacency = np.zeros((nodes, nodes), dtype=np.float32)
+        np.add.at(adjacency, (dst, src), 1.0)
+        adjacency /= np.maximum(adjacency.sum(axis=1, keepdims=True), 1.0)
+        return lambda h, out: np.matmul(adjacency, h, out=out)
+    if len(dst) > 1 and (dst[1:] < dst[:-1]).any():
+        order = np.argsort(dst, kind="stable")
+        src, dst = src[order], dst[order]
+    starts = np.flatnonzero(np.concatenate([[True], dst[1:] != dst[:-1]])) if len(dst) else dst
+    targets, deg = dst[starts], np.diff(np.append(starts, len(dst)))[:, None]
+
+    def mean(h: np.ndarray, out: np.ndarray) -> None:
+        out[:] = 0.0
+        if len(src):  # numpy's reduceat: slow per element, but linear in the edges
+            out[targets] = np.add.reduceat(h[src], starts, axis=0) / deg
+
+    return mean
+
+
 @dataclass
 class NumpySage:
     """``build_net(conv="sage")`` evaluated in numpy from its state dict: what serving runs (no torch per call;
@@ -204,26 +227,11 @@ class NumpySage:
         z = self._mlp(("graph_in.0", "graph_in.2"), (g - self.w["g_mean"]) / self.w["g_std"])
         if self.inject:
             h = h + z[batch]
-        src, dst = edges
         width = h.shape[1]
+        neighbours_mean = _neighbours_mean(*edges, nodes)
         both = np.empty((nodes, 2 * width), dtype=np.float32)  # [mean of the neighbours | the node]
-        if nodes <= DENSE_NODES:  # the neighbours' mean as one product with the row-normalised adjacency
-            adjacency = np.zeros((nodes, nodes), dtype=np.float32)
-            np.add.at(adjacency, (dst, src), 1.0)
-            adjacency /= np.maximum(adjacency.sum(axis=1, keepdims=True), 1.0)
-        else:  # summed in runs of one target node (numpy's reduceat; slow per element, but linear in the edges)
-            if len(dst) > 1 and (dst[1:] < dst[:-1]).any():
-                order = np.argsort(dst, kind="stable")
-                src, dst = src[order], dst[order]
-            starts = np.flatnonzero(np.concatenate([[True], dst[1:] != dst[:-1]])) if len(dst) else dst
-            targets, deg = dst[starts], np.diff(np.append(starts, len(dst)))[:, None]
         for weight, bias, scale, shift in self._blocks:
-            if nodes <= DENSE_NODES:
-                np.matmul(adjacency, h, out=both[:, :width])
-            else:
-                both[:, :width] = 0.0
-                if len(src):
-                    both[targets, :width] = np.add.reduceat(h[src], starts, axis=0) / deg
+            neighbours_mean(h, both[:, :width])
             both[:, width:] = h
             out = both @ weight
             out += bias
