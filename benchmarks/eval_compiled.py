@@ -229,11 +229,9 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
     # totals differ by noise only): mean measured and mean predicted per distinct kernel list
     ctaus, same_code, same_kinds = [], [], []
     for _, grp in C.groupby("seed"):
-        lists = grp["gpu_kernels"].map(tuple)
-        agg = grp.groupby(lists)[["device_us", "measured_us"]].mean()
-        if len(agg) > 1:
-            tau = kendalltau(agg["device_us"], agg["measured_us"]).statistic
-            ctaus.append(0.0 if np.isnan(tau) else float(tau))
+        tau = distinct_lists_tau(grp, grp["gpu_kernels"].map(tuple), "device_us", "measured_us")
+        if tau is not None:
+            ctaus.append(tau)
             # every choice's kernels generated here named as the GPU's: the ranking free of the two torch versions'
             # codegen differences (this host's Inductor against the GPU host's)
             same_code.append(bool(grp["grouping_match"].all()))
@@ -251,7 +249,6 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
         "mean_tau_distinct_code_same_kinds": (
             float(np.mean([t for t, ok in zip(ctaus, same_kinds) if ok])) if any(same_kinds) else float("nan")
         ),
-        **gpu_sources_tau(),
         "graphs": int(C["seed"].nunique()),
         "mean_tau": float(np.mean(taus)) if taus else float("nan"),
         "median_tau": float(np.median(taus)) if taus else float("nan"),
@@ -274,13 +271,24 @@ def summarize(lay: list[dict], test: list[dict], choices: list[dict], timing: di
     return out
 
 
+def distinct_lists_tau(grp: pd.DataFrame, lists: pd.Series, predicted: str, measured: str) -> float | None:
+    """Kendall tau of one graph's fusion choices with the choices whose GPU compile launched the same kernel list
+    taken as one (mean predicted and measured per list: their measured totals differ by noise only); 0 where every
+    list is predicted alike, None for a graph whose choices all launched one list."""
+    from scipy.stats import kendalltau
+
+    agg = grp.groupby(lists)[[predicted, measured]].mean()
+    if len(agg) < 2:
+        return None
+    tau = kendalltau(agg[predicted], agg[measured]).statistic
+    return 0.0 if np.isnan(tau) else float(tau)
+
+
 def gpu_sources_tau() -> dict:
     """Kendall tau over the fusion choices (collapsed to the GPU's distinct kernel lists, as ``summarize``) with each
     choice's total predicted from the kernels the GPU's compile launched (their descriptions and sources as measured,
     datasets/fused/…_choices.parquet): how well the fused model ranks the choices whatever this host's Inductor
     writes. A graph some of whose kernels have no fused row is left out."""
-    from scipy.stats import kendalltau
-
     from kernelcast import predict_many
     from kernelcast.features.desc import op_fields
 
@@ -295,10 +303,9 @@ def gpu_sources_tau() -> dict:
     tasks["lists"] = tasks["kernels"].map(lambda k: tuple(name for name, *_ in json.loads(k)))
     taus = []
     for _, grp in tasks.groupby("seed"):
-        agg = grp.groupby("lists")[["predicted", "device_us"]].mean()
-        if len(agg) > 1 and (grp["found"] == grp["launched"]).all():
-            tau = kendalltau(agg["predicted"], agg["device_us"]).statistic
-            taus.append(0.0 if np.isnan(tau) else float(tau))
+        tau = distinct_lists_tau(grp, grp["lists"], "predicted", "device_us")
+        if tau is not None and (grp["found"] == grp["launched"]).all():
+            taus.append(tau)
     return {
         "distinct_code_graphs_gpu_sources": len(taus),
         "mean_tau_distinct_code_gpu_sources": float(np.mean(taus)) if taus else float("nan"),
@@ -347,6 +354,7 @@ def main(argv=None) -> int:
     test = graph_rows(test_frame.head(args.graphs) if args.graphs else test_frame, args.workers)
     choices = graph_rows(_tasks("choices"), args.workers, options=True)
     res = summarize(lay, test, choices, timing)
+    res["choices"].update(gpu_sources_tau())
     res["wall_s"] = time.time() - t0
     slim = [{k: v for k, v in r.items() if k not in ("gpu_kernels", "predicted_kernels")} for r in (*test, *choices)]
     res["rows"] = {"layers": lay, "test_graphs": slim[: len(test)], "choices": slim[len(test) :]}
