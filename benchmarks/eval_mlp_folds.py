@@ -47,9 +47,9 @@ WEIGHTS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0)
 FOLDS = 5
 
 
-def config_folds(configs: np.ndarray) -> np.ndarray:
-    """Each row's fold: a hash of its config's text (rows of one config share a fold); also of any other text."""
-    return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in configs])
+def text_folds(keys: np.ndarray) -> np.ndarray:
+    """Each row's fold: a hash of its key's text (a config, a description), so rows of one key share a fold."""
+    return np.asarray([zlib.crc32(str(c).encode()) % FOLDS for c in keys])
 
 
 def pick_figures(rows: pd.DataFrame, keys: pd.Series, test: np.ndarray, log_answer: np.ndarray) -> dict:
@@ -90,9 +90,9 @@ def main() -> None:
     y = np.log(rows["latency_us"].to_numpy(dtype=np.float64) / feats["scale_us"].to_numpy(dtype=np.float64))
     keys = None  # --split shapes: each row's shape
     if args.split == "config":
-        fold_of = config_folds(rows["config"].to_numpy(dtype=object))
+        fold_of = text_folds(rows["config"].to_numpy(dtype=object))
     elif args.split == "descs":
-        fold_of = config_folds(shape_keys(rows, args.op).to_numpy(dtype=object))
+        fold_of = text_folds(shape_keys(rows, args.op).to_numpy(dtype=object))
     else:
         keys = shape_keys(rows, args.op)
         fold_of = shape_folds(keys, MIN_CONFIGS)
