@@ -402,6 +402,27 @@ def test_load_rows_reads_only_the_cards_files_and_skips_invalid_rows(tmp_path):
         data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
 
 
+def test_load_rows_joins_files_written_with_large_strings(tmp_path):
+    """A card file whose string columns are large_string (pandas 3's parquet default) loads beside the collector's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gemm = tmp_path / "gemm"
+    gemm.mkdir()
+    ours, theirs = gemm / "kernelcast_h200_sxm_20261201_a.parquet", gemm / "kernelcast_h200_sxm_20261201_b.parquet"
+    _write_rows(ours, [(64, 5.0)])
+    _write_rows(theirs, [(128, 6.0)])
+    table = pq.read_table(theirs)
+    wide = pa.schema([f.with_type(pa.large_string()) if f.type == pa.string() else f for f in table.schema])
+    pq.write_table(table.cast(wide), theirs)
+    assert pq.read_schema(theirs).field("op").type == pa.large_string()
+    (tmp_path / "files.toml").write_text(
+        "".join(f'[[file]]\npath = "gemm/{f.name}"\nrole = "train"\n' for f in (ours, theirs))
+    )
+    rows = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
+    assert sorted(rows["m"]) == [64, 128] and set(rows["op"]) == {"gemm"}
+
+
 @pytest.mark.parametrize("skips", [True, False])
 def test_shared_trees_skip_the_own_tree_rows_when_asked(skips):
     """``shared_skips_own``: the shared trees never see the own-tree backend's rows, so changing those rows' labels

@@ -82,7 +82,8 @@ def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -
     import pyarrow.parquet as pq
 
     own = [pq.read_schema(f).remove_metadata() for f, _ in files]
-    schema = pa.unify_schemas(own)
+    # permissive: a file another writer gave 64-bit string offsets (pandas 3 writes large_string) joins the others
+    schema = pa.unify_schemas(own, promote_options="permissive")
     parts = []
     for (f, role), names in zip(files, own):
         part = pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas()
