@@ -81,9 +81,13 @@ def _read_parquet(files: list[tuple[Path, str]], defaults: dict | None = None) -
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
 
-    own = [pq.read_schema(f).remove_metadata() for f, _ in files]
-    # permissive: a file another writer gave 64-bit string offsets (pandas 3 writes large_string) joins the others
-    schema = pa.unify_schemas(own, promote_options="permissive")
+    # a file another writer gave 64-bit string offsets (pandas 3 writes large_string) is read as the collector's
+    # strings; any other type conflict between files stays an error
+    own = [
+        pa.schema([f.with_type(pa.string()) if f.type == pa.large_string() else f for f in pq.read_schema(path)])
+        for path, _ in files
+    ]
+    schema = pa.unify_schemas(own)
     parts = []
     for (f, role), names in zip(files, own):
         part = pads.dataset([str(f)], schema=schema, format="parquet").to_table().to_pandas()
