@@ -239,6 +239,18 @@ def test_calibrated_coverage_on_held_out_shapes(rows):
     assert width < 6 * error, (width, error)
 
 
+def test_refit_rows_add_our_held_out_shapes_but_not_those_an_outside_table_holds():
+    from kernelcast.training.run import refit_rows
+
+    # six rows by hand (sources and shape hashes only): ours trained, ours held out (three), theirs trained and held out
+    frame = pd.DataFrame({"source": ["kernelcast"] * 4 + ["aiconfigurator"] * 2})
+    hashes = np.array([1, 2, 3, 4, 3, 5], dtype=np.uint64)
+    train = np.array([True, False, False, False, True, False])
+    split = splits.Split("random", "frozen", train, ~train)
+    # our held-out shape 3 is also an outside table's: it stays out, as the outside held-out row does
+    assert refit_rows(frame, split, hashes).tolist() == [True, True, False, True, True, False]
+
+
 @pytest.mark.slow
 def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, monkeypatch):
     pytest.importorskip("mlflow")
@@ -295,7 +307,9 @@ def test_train_logs_mlflow_registers_champion_and_exports(outside, tmp_path, mon
         "evaluation_table.json",
         "by_gpu_backend_pct.json",
         "shipped",
+        "fold",  # the refitted run's fold model: what the next run's champion comparison reads
     } <= artifacts
+    assert client.get_run(first["run_id"]).data.tags["fit"] == run.FIT_REFIT
     assert (
         client.get_run(first["run_id"]).info.run_name
         == f"gemm train random · aiconfigurator · data {first['data_fingerprint'][:8]}"

@@ -53,6 +53,11 @@ def add_parsers(subparsers) -> None:
                 action="store_true",
                 help="make this run the champion even without a lower MAPE (tagged promotion=forced)",
             )
+            p.add_argument(
+                "--no-refit",
+                action="store_true",
+                help="ship the fold's model as scored, not one refitted with our rows of the held-out shapes",
+            )
         p.set_defaults(func=_train if name == "train" else _evaluate)
     d = subparsers.add_parser("dashboard", help="per-architecture error table from the MLflow runs")
     d.add_argument("--op", default="all", choices=(*op_names(), "all"))
@@ -84,6 +89,7 @@ def _configs(args: argparse.Namespace):
             max_train_rows=args.max_train_rows,
             log_mlflow=not args.no_mlflow,
             force_promote=getattr(args, "force_promote", False),
+            refit=not getattr(args, "no_refit", False),
             gnn=not getattr(args, "no_gnn", False),
             export_unseen=getattr(args, "export_unseen", False),
             model_dir=Path(args.model_dir) if getattr(args, "model_dir", None) else None,

@@ -43,6 +43,7 @@ class RunConfig:
     log_mlflow: bool = True  # log the run (and register the model when training)
     model_dir: Path | None = None  # where a new champion is exported (default predictors/models)
     force_promote: bool = False  # move `champion` even without a lower MAPE (a serving-speed change)
+    refit: bool = True  # train: ship a model refitted on refit_rows once the fold's model has scored the frozen split
     export_unseen: bool = False  # a logo evaluation writes <op>.unseen.json beside the shipped model
     gnn: bool = True  # train: ops with a graph model (training.gnn.GNN_OPS) also fit, compare and ship the GNN
     gnn_params: dict = field(default_factory=dict)  # GnnConfig overrides
@@ -103,16 +104,9 @@ def fit_groups(backends: np.ndarray, params: dict) -> np.ndarray:
     return np.where(np.isin(backends, alone), backends, "")
 
 
-def fit_fold(
-    cfg: RunConfig, frame: pd.DataFrame, split: Split
-) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
-    """Train on the fold's train side (subsampled), predict its test side.
-
-    Returns the model, the test rows (measured, learned, interval, analytical), the train index, the test features.
-    """
-    train = data.subsample(frame[split.train].assign(_i=np.flatnonzero(split.train)), cfg.max_train_rows)[
-        "_i"
-    ].to_numpy()
+def fit_model(cfg: RunConfig, frame: pd.DataFrame, rows: np.ndarray) -> tuple[LatencyRegressor, np.ndarray]:
+    """The op's recipe fitted on the frame's ``rows`` (a mask; the outside rows subsampled): the model, its row index."""
+    train = data.subsample(frame[rows].assign(_i=np.flatnonzero(rows)), cfg.max_train_rows)["_i"].to_numpy()
     latency = frame["latency_us"].to_numpy()
     params = {**get_op(cfg.op).train_params, **cfg.params}
     backends, sources = frame["backend"].to_numpy()[train], frame["source"].to_numpy()[train]
@@ -125,6 +119,26 @@ def fit_fold(
         weight,
         configs,
     )
+    return model, train
+
+
+def refit_rows(frame: pd.DataFrame, split: Split, hashes: np.ndarray) -> np.ndarray:
+    """The rows the shipped model is refitted on once the frozen split has scored the fold's model: the train side and
+    our own rows of the held-out shapes, except shapes an outside row also holds (those stay unseen on every GPU, as
+    ``benchmarks/vs_aiconfigurator_heldout.py`` asks of the aiconfigurator tables' held-out shapes)."""
+    own = frame["source"].eq(data.OWN_SOURCE).to_numpy()
+    return split.train | (own & ~np.isin(hashes, hashes[~own]))
+
+
+def fit_fold(
+    cfg: RunConfig, frame: pd.DataFrame, split: Split
+) -> tuple[LatencyRegressor, pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """Train on the fold's train side (subsampled), predict its test side.
+
+    Returns the model, the test rows (measured, learned, interval, analytical), the train index, the test features.
+    """
+    model, train = fit_model(cfg, frame, split.train)
+    latency = frame["latency_us"].to_numpy()
     test = _sample(split.test, cfg.max_test_rows, seed=1)
     f_test = build_features(frame.iloc[test], cfg.op)
     p50, low, high = model.predict_interval(f_test)
@@ -419,11 +433,14 @@ def export_unseen(summary: dict, op: str, model_dir: Path | None) -> Path:
 
 
 def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float | None:
-    """The current champion's MAPE on the same frozen-split test rows; None without a usable champion."""
+    """The current champion's MAPE on the same frozen-split test rows, read with its run's fold model (what it scored
+    with, never having seen these rows; a run that shipped its fold model has only ``shipped``); None without a usable
+    champion."""
     from kernelcast.predictors.learned import load_model
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = tracking.champion_files(op, Path(tmp))
+        folder = tracking.champion_files(op, Path(tmp), artifact="fold")
+        folder = folder or tracking.champion_files(op, Path(tmp))
         try:
             model = load_model(op, folder) if folder is not None else None
         except ValueError:  # features changed since: the champion cannot score these rows
@@ -434,15 +451,19 @@ def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float 
     return evaluate.metrics(rows["measured"], p50)["mape"]
 
 
-def _log_and_promote(
-    cfg: RunConfig, model, manifest, train_frame, fingerprint, rows, test_features, table, metrics
-) -> dict:
-    """Log the run with its model; move ``champion`` when it beats the champion on the same test rows."""
+def _log_and_promote(cfg: RunConfig, shipped: tuple, fold: tuple | None, rows, test_features, table, metrics) -> dict:
+    """Log the run with its shipped model (and the fold model that scored the frozen split, where the shipped one was
+    refitted); move ``champion`` when the fold model beats the champion's on the same test rows."""
     from kernelcast.training import pyfunc  # mlflow: only when logging
 
+    model, manifest, train_frame, fingerprint = shipped
     old = champion_mape(cfg.op, rows, test_features)
     with tempfile.TemporaryDirectory() as tmp:
-        export_model(model, manifest, cfg.op, Path(tmp), boosters=True)
+        files = {"shipped": Path(tmp) / "shipped"}
+        export_model(model, manifest, cfg.op, files["shipped"], boosters=True)
+        if fold is not None:
+            files["fold"] = Path(tmp) / "fold"
+            export_model(fold[0], fold[1], cfg.op, files["fold"])
         run_id, version = tracking.log_run(
             cfg.op,
             run_name(cfg.op, "train", "random", train_frame, fingerprint),
@@ -452,12 +473,13 @@ def _log_and_promote(
                 "split": "random",
                 "data_fingerprint": fingerprint,
                 "feature_version": feature_version(cfg.op),
+                "fit": manifest["fit"],
             },
             {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
             _figures(cfg.op, rows, table, f"{cfg.op} frozen split", model.feature_importance()),
             _tables(rows, table),
-            {"shipped": Path(tmp)},
-            log_model=lambda name: pyfunc.log_model(cfg.op, Path(tmp), manifest, name),
+            files,
+            log_model=lambda name: pyfunc.log_model(cfg.op, files["shipped"], manifest, name),
         )
     better = old is None or metrics["random.learned.mape"] < old
     promoted = better or cfg.force_promote
@@ -468,45 +490,61 @@ def _log_and_promote(
     return {"run_id": run_id, "model_version": version, "champion": promoted, "champion_before_mape": old}
 
 
+#: the manifest's ``fit``: which rows the shipped model was fitted on (its ``metrics`` are always the fold model's)
+FIT_TRAIN_SIDE = "the frozen split's train side"
+FIT_REFIT = "refit: the train side and our own rows of the held-out shapes (training.run.refit_rows)"
+
+
 def train(cfg: RunConfig) -> dict:
-    """Fit on the frozen split's train side, score on its test side, log, register; export a new champion."""
+    """Fit on the frozen split's train side and score on its test side; with ``cfg.refit`` refit the shipped model on
+    ``refit_rows``; log, register; export a new champion."""
     start = time.time()
     frame = load(cfg)
     hashes = data.shape_hash(frame, cfg.op)
     [split] = make_splits("random", frame, hashes, None)
     model, rows, train_idx, test_features = fit_fold(cfg, frame, split)
-    train_frame = frame.iloc[train_idx]
-    fingerprint = data.fingerprint(train_frame, cfg.op)
     table = evaluate.evaluation_table(rows)
     metrics = {
         **evaluate.flat_metrics(table, "random"),
         **{f"random.{k}": v for k, v in coverage_summary(rows).items()},
     }
     summary = {k: v for k, v in metrics.items() if k.count(".") <= 2}
-    manifest = build_manifest(model, cfg.op, train_frame, fingerprint, summary, tracking.git_revision())
-    manifest["covered_errors"] = evaluate.covered_errors(rows)
+
+    def manifest_of(fitted, idx: np.ndarray, fit: str) -> tuple:
+        fitted_frame = frame.iloc[idx]
+        fingerprint = data.fingerprint(fitted_frame, cfg.op)
+        manifest = build_manifest(fitted, cfg.op, fitted_frame, fingerprint, summary, tracking.git_revision())
+        manifest["covered_errors"] = evaluate.covered_errors(rows)
+        manifest["fit"] = fit
+        return fitted, manifest, fitted_frame, fingerprint
+
+    fold = manifest_of(model, train_idx, FIT_TRAIN_SIDE)
+    shipped = manifest_of(*fit_model(cfg, frame, refit_rows(frame, split, hashes)), FIT_REFIT) if cfg.refit else fold
     result = {
         "op": cfg.op,
         "rows": len(frame),
-        "n_train": model.n_train_,
-        "data_fingerprint": fingerprint,
+        "n_train": shipped[0].n_train_,
+        "n_train_fold": model.n_train_,
+        "data_fingerprint": shipped[3],
         "coverage": coverage_summary(rows),
-        "conformal_offset": model.conformal_offset_,
+        "conformal_offset": shipped[0].conformal_offset_,
         "table": table.to_dict("records"),
         "exported": [],
         "champion": None,
     }
     if cfg.log_mlflow:
         result.update(
-            _log_and_promote(cfg, model, manifest, train_frame, fingerprint, rows, test_features, table, metrics)
+            _log_and_promote(cfg, shipped, fold if shipped is not fold else None, rows, test_features, table, metrics)
         )
     if result["champion"] or not cfg.log_mlflow:
-        result["exported"] = [str(p) for p in export_model(model, manifest, cfg.op, cfg.model_dir)]
+        result["exported"] = [str(p) for p in export_model(shipped[0], shipped[1], cfg.op, cfg.model_dir)]
     if cfg.gnn and cfg.op in GNN_OPS:
         from kernelcast.training.gnn_run import train_gnn
 
         test_idx = _sample(split.test, cfg.max_test_rows, seed=1)  # the rows fit_fold scored, in its order
-        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, model, manifest)
+        # the GNN is fitted on the frozen split's train side and compared with the fold's XGBoost answers on its
+        # test side; its registered model bundles the shipped XGBoost model (the whole dispatch)
+        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, shipped[0], shipped[1])
     result["seconds"] = round(time.time() - start, 1)
     return result
 

@@ -129,9 +129,10 @@ def log_run(
         return run.info.run_id, version
 
 
-def champion_files(op: str, dest: Path, name: str | None = None) -> Path | None:
-    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion.
-    ``name``: another registered model of the op (default ``kernelcast-<op>``; the GNN's is ``kernelcast-<op>-gnn``)."""
+def champion_files(op: str, dest: Path, name: str | None = None, artifact: str = "shipped") -> Path | None:
+    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion (or
+    without that artifact: ``fold`` is the model a refitted run scored with, ``training.run.train``). ``name``: another
+    registered model of the op (default ``kernelcast-<op>``; the GNN's is ``kernelcast-<op>-gnn``)."""
     import mlflow
 
     client = setup()
@@ -139,7 +140,9 @@ def champion_files(op: str, dest: Path, name: str | None = None) -> Path | None:
         mv = client.get_model_version_by_alias(name or experiment_name(op), "champion")
     except Exception:  # noqa: BLE001 — MLflow raises MlflowException (or RestException) when absent
         return None
-    return Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path="shipped", dst_path=str(dest)))
+    if artifact not in {f.path for f in client.list_artifacts(mv.run_id)}:
+        return None
+    return Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path=artifact, dst_path=str(dest)))
 
 
 def promote(op: str, version: str, name: str | None = None) -> None:
