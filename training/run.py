@@ -105,7 +105,7 @@ def fit_groups(backends: np.ndarray, params: dict) -> np.ndarray:
 
 
 def fit_model(cfg: RunConfig, frame: pd.DataFrame, rows: np.ndarray) -> tuple[LatencyRegressor, np.ndarray]:
-    """The op's recipe fitted on the frame's ``rows`` (a mask; the outside rows subsampled): the model, its row index."""
+    """The op's recipe fitted on the frame's ``rows`` (a mask; outside rows subsampled): the model, its row index."""
     train = data.subsample(frame[rows].assign(_i=np.flatnonzero(rows)), cfg.max_train_rows)["_i"].to_numpy()
     latency = frame["latency_us"].to_numpy()
     params = {**get_op(cfg.op).train_params, **cfg.params}
