@@ -2,7 +2,8 @@
 held-out shapes were removed from, against kernelcast's shipped model, which never saw those shapes on any GPU.
 
 The held-out shapes are kernelcast's frozen split (``training.splits.frozen_test``: 20% of shapes by hash, the
-same shapes on every GPU), which the shipped GEMM model was trained without. For each GPU whose TensorRT-LLM GEMM
+same shapes on every GPU), which the shipped GEMM model was trained without (its refit adds our own rows of held-out
+shapes, never a shape an outside table holds: ``training.run.refit_rows``). For each GPU whose TensorRT-LLM GEMM
 table aiconfigurator-core ships, the script copies that table (the engine's latest version for the GPU) into a
 temporary systems folder without the held-out shapes' rows (bf16 and fp8; every kernel source), loads it with the
 shared layer off (no sibling version may fill the holes back), and asks the engine for each held-out shape

@@ -25,7 +25,8 @@ SETS = ("frozen", "independent")
 
 
 def run_config(cfg: FarmConfig, op: str, model_dir: Path | None = None) -> RunConfig:
-    """Training on the farm's published rows only (never the committed datasets), no MLflow logging of its own."""
+    """Training on the farm's published rows only (never the committed datasets), no MLflow logging of its own; the
+    candidate is the fold's model (no refit): the night scores it on the frozen split's test side."""
     return RunConfig(
         op,
         sources=("kernelcast",),
@@ -33,11 +34,12 @@ def run_config(cfg: FarmConfig, op: str, model_dir: Path | None = None) -> RunCo
         params=dict(cfg.train.params),
         log_mlflow=False,
         model_dir=model_dir,
+        refit=False,
     )
 
 
 def retrain(cfg: FarmConfig, night: str) -> dict[str, Any]:
-    """Train a candidate per op on every published row (frozen split's train side) into ``candidate/``."""
+    """Train a candidate per op on the published rows of the frozen split's train side into ``candidate/``."""
     out = {}
     for op in cfg.train.ops:
         result = train(run_config(cfg, op, candidate_dir(cfg, night)))
@@ -72,7 +74,9 @@ def _scores(model, rows: pd.DataFrame, op: str) -> dict[str, float]:
 
 
 def _champion(op: str, dest: Path):
-    folder = tracking.champion_files(op, dest)
+    """The champion's fold model where its run refitted the shipped one (which saw the frozen split's rows), else the
+    shipped model."""
+    folder = tracking.champion_files(op, dest, artifact="fold") or tracking.champion_files(op, dest)
     try:
         return load_model(op, folder) if folder is not None else None
     except ValueError:  # features changed since: the champion cannot score these rows
