@@ -76,7 +76,7 @@ def _scores(model, rows: pd.DataFrame, op: str) -> dict[str, float]:
 def _champion(op: str, dest: Path):
     """The champion's fold model where its run refitted the shipped one (which saw the frozen split's rows), else the
     shipped model."""
-    folder = tracking.champion_files(op, dest, artifact="fold") or tracking.champion_files(op, dest)
+    folder = tracking.champion_files(op, dest, artifacts=tracking.SCORED)
     try:
         return load_model(op, folder) if folder is not None else None
     except ValueError:  # features changed since: the champion cannot score these rows

@@ -439,8 +439,7 @@ def champion_mape(op: str, rows: pd.DataFrame, features: pd.DataFrame) -> float 
     from kernelcast.predictors.learned import load_model
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = tracking.champion_files(op, Path(tmp), artifact="fold")
-        folder = folder or tracking.champion_files(op, Path(tmp))
+        folder = tracking.champion_files(op, Path(tmp), artifacts=tracking.SCORED)
         try:
             model = load_model(op, folder) if folder is not None else None
         except ValueError:  # features changed since: the champion cannot score these rows
@@ -510,11 +509,13 @@ def train(cfg: RunConfig) -> dict:
     }
     summary = {k: v for k, v in metrics.items() if k.count(".") <= 2}
 
+    covered_errors = evaluate.covered_errors(rows)  # the fold model's, as every figure of the run
+
     def manifest_of(fitted, idx: np.ndarray, fit: str) -> tuple:
         fitted_frame = frame.iloc[idx]
         fingerprint = data.fingerprint(fitted_frame, cfg.op)
         manifest = build_manifest(fitted, cfg.op, fitted_frame, fingerprint, summary, tracking.git_revision())
-        manifest["covered_errors"] = evaluate.covered_errors(rows)
+        manifest["covered_errors"] = covered_errors
         manifest["fit"] = fit
         return fitted, manifest, fitted_frame, fingerprint
 

@@ -129,9 +129,14 @@ def log_run(
         return run.info.run_id, version
 
 
-def champion_files(op: str, dest: Path, name: str | None = None, artifact: str = "shipped") -> Path | None:
-    """Download the champion run's shipped files (boosters + manifest) into ``dest``; None without a champion (or
-    without that artifact: ``fold`` is the model a refitted run scored with, ``training.run.train``). ``name``: another
+#: the artifacts holding the model a run's frozen-split figures are from, in order: ``fold`` where the run refitted its
+#: shipped model (``training.run.train``), else ``shipped``
+SCORED = ("fold", "shipped")
+
+
+def champion_files(op: str, dest: Path, name: str | None = None, artifacts: tuple = ("shipped",)) -> Path | None:
+    """Download the champion run's files (boosters + manifest) into ``dest``: the first of ``artifacts`` the run has
+    (``SCORED`` for the model that scored its frozen split); None without a champion or any of them. ``name``: another
     registered model of the op (default ``kernelcast-<op>``; the GNN's is ``kernelcast-<op>-gnn``)."""
     import mlflow
 
@@ -140,7 +145,9 @@ def champion_files(op: str, dest: Path, name: str | None = None, artifact: str =
         mv = client.get_model_version_by_alias(name or experiment_name(op), "champion")
     except Exception:  # noqa: BLE001 — MLflow raises MlflowException (or RestException) when absent
         return None
-    if artifact not in {f.path for f in client.list_artifacts(mv.run_id)}:
+    present = {f.path for f in client.list_artifacts(mv.run_id)}
+    artifact = next((a for a in artifacts if a in present), None)
+    if artifact is None:
         return None
     return Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path=artifact, dst_path=str(dest)))
 
