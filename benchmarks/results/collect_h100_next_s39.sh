@@ -1,9 +1,9 @@
 #!/bin/bash
-# Device command prepared by the thirty-ninth session (2026-12-07) for the next H100 call: the rest of the fourteenth
-# Triton GEMM config pool (gemm_triton_wide14, seed 1337), resumed from the 4,000 rows collect_h100_20261207_s39.sh
-# measured. Its folder travels with the call (carry .device_out/kc_s37n/tritongemm14), so the collector skips them.
+# Device command prepared by the thirty-ninth session (2026-12-07) for the next H100 call: Triton GEMM over a fifteenth
+# config pool no GPU has timed (gemm_triton_wide15, pool_seed 316). At equal rows, the number of configs trained on
+# bounds fresh-config error (RESULTS §46). Merge, list with role train, retrain gemm.
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s39.sh
 FINISH_LOGS=tar
-NAME=kc_s37n source benchmarks/results/device_common.sh
-measure tritongemm14 gemm_triton_wide14 1337 $(budget 30)
+NAME=kc_s39n source benchmarks/results/device_common.sh
+measure tritongemm15 gemm_triton_wide15 1339 $(budget 30)
 finish
