@@ -54,8 +54,9 @@ def main() -> int:
         "--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_cublas_kernel_choice.json"
     )
     args = ap.parse_args()
-    data.KEEP = (*data.KEEP, "kernel_names")  # the label's kernels, read beside the usual columns
-    rows = data.load_rows("gemm", sources=("kernelcast",), roles=("train", "test"), report=None)
+    rows = data.load_rows(
+        "gemm", sources=("kernelcast",), roles=("train", "test"), report=None, extra=("kernel_names",)
+    )
     rows = rows[rows["backend"].eq("cublas") & rows["kernel_names"].notna()].reset_index(drop=True)
     features = build_features(rows[[c for c in op_fields("gemm") if c in rows]], "gemm")
     x = feature_matrix(features, "gemm")

@@ -401,6 +401,9 @@ def test_load_rows_reads_only_the_cards_files_and_skips_invalid_rows(tmp_path):
     )
     train = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path)
     assert sorted(train["m"]) == [64, 128] and set(train["role"]) == {"train"}
+    assert "desc_key" not in train  # a column beside KEEP comes only when asked for
+    asked = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path, extra=("desc_key",))
+    assert [json.loads(k)["m"] for k in asked["desc_key"]] == asked["m"].tolist()
     both = data.load_rows("gemm", sources=("kernelcast",), datasets=tmp_path, roles=("train", "test"))
     assert sorted(both["m"]) == [64, 96, 128]
     [fold] = splits.make_splits("independent", both, data.shape_hash(both, "gemm"), None)

@@ -135,10 +135,12 @@ def load_rows(
     outside: Path | None = None,
     roles=("train",),
     report=sys.stderr,
+    extra: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """Rows of ``op`` with status ok, a positive latency and a valid description: description fields
-    (canonical, as ``parse_desc`` gives them) + ``KEEP`` columns. Our rows come from the card's files of
-    ``roles``; rows serving would reject are dropped and counted by reason on ``report``."""
+    (canonical, as ``parse_desc`` gives them) + ``KEEP`` columns + ``extra`` ones (e.g. ``kernel_names``; empty
+    where a file lacks them). Our rows come from the card's files of ``roles``; rows serving would reject are dropped
+    and counted by reason on ``report``."""
     if op not in op_names():
         raise ValueError(f"op must be one of {', '.join(op_names())}; got {op!r}")
     unknown = sorted(set(sources) - set(SOURCES))
@@ -154,7 +156,7 @@ def load_rows(
         raise ValueError(
             f"no rows for op {op!r} from sources {', '.join(sources)} under {datasets} (roles {', '.join(roles)})"
         )
-    columns = [c for c in op_fields(op)] + list(KEEP)
+    columns = [c for c in op_fields(op)] + list(KEEP) + [c for c in extra if c not in KEEP]
     frame = pd.concat([_with_columns(p, columns, op) for p in parts], ignore_index=True)
     # a text field no file has (fused kernels' config) reindexes to float NaN, which validation reads as a bad value;
     # as object it is absent, as it is after a concat with the outside rows
@@ -166,7 +168,7 @@ def load_rows(
         .to_numpy()
     )
     keep = status_ok & (frame["latency_us"].to_numpy(dtype=np.float64) > 0)
-    return valid_rows(frame.loc[keep].reset_index(drop=True), op, report)
+    return valid_rows(frame.loc[keep].reset_index(drop=True), op, report, extra=extra)
 
 
 def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFrame:
@@ -174,11 +176,14 @@ def _with_columns(part: pd.DataFrame, columns: list[str], op: str) -> pd.DataFra
     return _add_missing_fields(part.reindex(columns=columns), part.columns, _field_defaults(op))
 
 
-def valid_rows(frame: pd.DataFrame, op: str, report=sys.stderr, defaults: bool = False) -> pd.DataFrame:
+def valid_rows(
+    frame: pd.DataFrame, op: str, report=sys.stderr, defaults: bool = False, extra: tuple[str, ...] = ()
+) -> pd.DataFrame:
     """The rows whose descriptions serving accepts, in canonical form (what serving computes features from);
     the others are dropped and counted by reason. ``defaults``: also the fields the frame lacks, at their defaults
-    (a field added after a file was written; off for training, whose shape hashes read the columns a frame has)."""
-    by_op, bad = validate_frame(frame, extra_columns=KEEP, strict=False)
+    (a field added after a file was written; off for training, whose shape hashes read the columns a frame has).
+    ``extra``: columns besides ``KEEP`` that pass through unvalidated."""
+    by_op, bad = validate_frame(frame, extra_columns=(*KEEP, *extra), strict=False)
     if bad and report is not None:
         reasons = Counter(r.split(": ", 1)[-1].split("; got")[0] for r in bad.values())
         lines = "\n".join(f"  {n:>7,}  {reason}" for reason, n in reasons.most_common(8))
