@@ -373,6 +373,19 @@ def card_keys(datasets: str | os.PathLike, op: str, role: str) -> set[str]:
     return keys
 
 
+def card_pass_file(datasets: str | os.PathLike, gpu: str, sweep: str, seed: int) -> str | None:
+    """The first file ``datasets/files.toml`` lists as measured on ``gpu`` (canonical name) by ``sweep`` at ``seed``,
+    or None: a pass already on the card draws the same descriptions again (files listing no seeds match nothing)."""
+    card_path = Path(datasets) / "files.toml"
+    if not card_path.exists():
+        return None
+    for f in tomllib.loads(card_path.read_text())["file"]:
+        match = _FILENAME_RE.match(Path(f["path"]).name)
+        if match and match["gpu"] == gpu and sweep in f.get("sweeps", ()) and seed in f.get("seeds", ()):
+            return f["path"]
+    return None
+
+
 def read_dataset(root: str | os.PathLike, op: str | None = None):
     """All rows under ``root`` (``datasets/`` or one ``datasets/<op>/``) as a pandas DataFrame."""
     base = Path(root) / op if op else Path(root)

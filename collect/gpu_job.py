@@ -222,6 +222,10 @@ def _parser() -> argparse.ArgumentParser:
         "--gpu-name", default=None, help="GPU name for the descriptions (default: what nvidia-smi calls the first GPU)"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--datasets", default="datasets", help="datasets root whose files.toml lists the passes already measured"
+    )
+    p.add_argument("--again", action="store_true", help="measure a sweep and seed the card lists for this GPU again")
     p.add_argument("--timer", choices=sorted(TIMERS), default="cupti", help="measuring backend (default cupti)")
     p.add_argument("--cache", default="cold", choices=("cold", "warm"))
     p.add_argument("--repeats", type=positive_int, default=None, help="timed calls per config (default: the timer's)")
@@ -250,12 +254,33 @@ def _parser() -> argparse.ArgumentParser:
 def _write_plan(args, out: Path) -> None:
     """Build (or copy) the plan once; a rerun with the same --out reuses it (resume). Tags travel in the plan."""
     from kernelcast.collect.plan import build_plan, load_plan, save_plan
+    from kernelcast.features.gpu import resolve_gpu_name
 
     if (out / "plan.jsonl").exists():
         return
     sweeps = [s for s in args.sweeps.split(",") if s]
-    plan = load_plan(args.plan) if args.plan else build_plan(sweeps, args.gpu_name or local_gpu(args.gpus), args.seed)
+    if args.plan:
+        plan = load_plan(args.plan)
+    else:
+        gpu = args.gpu_name or local_gpu(args.gpus)
+        if not args.again:
+            _refuse_measured_pass(args.datasets, resolve_gpu_name(gpu), sweeps, args.seed)
+        plan = build_plan(sweeps, gpu, args.seed)
     save_plan(plan, out / "plan.jsonl")
+
+
+def _refuse_measured_pass(datasets: str, gpu: str, sweeps: Sequence[str], seed: int) -> None:
+    """A ValueError where the card already lists one of ``sweeps`` at ``seed`` on ``gpu``: the plan would draw the
+    descriptions measured then (a queued device script run twice re-measures its first call's rows)."""
+    from kernelcast.collect.dataset import card_pass_file
+
+    for sweep in sweeps:
+        done = card_pass_file(datasets, gpu, sweep, seed)
+        if done:
+            raise ValueError(
+                f"--sweeps {sweep} at --seed {seed} on {gpu} is already measured ({datasets}/files.toml lists "
+                f"{done}): draw another --seed, or pass --again to measure the same descriptions again"
+            )
 
 
 def local_gpu(gpus: Sequence[int]) -> str:

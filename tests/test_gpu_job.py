@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kernelcast.collect import gpu_job
 from kernelcast.collect.dataset import read_dataset
 from kernelcast.collect.plan import make_plan, save_plan
@@ -44,3 +46,29 @@ def test_local_job_runs_the_plan_through_the_runner_with_model_tags(tmp_path, ca
     assert [r["timer"] for r in result["rates"]] == ["cpu"] and result["rates"][0]["configs"] == 14
     assert gpu_job.main(args) == 0  # a rerun resumes: nothing left
     assert json.loads(capsys.readouterr().out)["run"]["already_done"] == 14
+
+
+def test_a_pass_the_card_lists_for_this_gpu_is_refused_unless_asked_again(tmp_path, capsys):
+    """A queued device script run a second time would re-measure its first call's descriptions: the card
+    (files.toml, a real one written here) names the pass, and the job stops before it plans or measures anything."""
+    datasets = tmp_path / "datasets"
+    datasets.mkdir()
+    (datasets / "files.toml").write_text(
+        '[[file]]\npath = "gemm/kernelcast_h200_sxm_20261207_x.parquet"\nrole = "train"\nsweeps = ["smoke"]\n'
+        "seeds = [5]\n"
+    )
+
+    def job(out: str, seed: int, gpu: str = "H200", *extra: str) -> list[str]:
+        return ["--sweeps", "smoke", "--seed", str(seed), "--gpu-name", gpu, "--out", str(tmp_path / out),
+                "--datasets", str(datasets), "--no-cupti", "--json", *extra]  # fmt: skip
+
+    with pytest.raises(SystemExit) as exc:
+        gpu_job.main(job("same", 5))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--sweeps smoke at --seed 5 on h200_sxm" in err
+    assert "gemm/kernelcast_h200_sxm_20261207_x.parquet" in err and "--again" in err
+    assert not (tmp_path / "same" / "plan.jsonl").exists()
+    passes = (("other_seed", 6, "H200", ()), ("other_gpu", 5, "H100", ()), ("again", 5, "H200", ("--again",)))
+    for out, seed, gpu, extra in passes:
+        assert gpu_job.main(job(out, seed, gpu, *extra)) == 0
+        assert (tmp_path / out / "plan.jsonl").stat().st_size > 0

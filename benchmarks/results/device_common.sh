@@ -1,6 +1,9 @@
 # Shared setup of a device call (sourced by collect_h200_2026120[2-9]_*.sh; the earlier scripts repeat it inline):
 # env for one lent host, a work folder W, a time budget LIMIT, log() to W/call.log, left() seconds to go, and the
 # editable install of this tree. Usage: NAME=<short> source benchmarks/results/device_common.sh
+# gpu_job refuses a pass (sweep, seed, this card) that datasets/files.toml already lists, so a queued script run twice
+# costs seconds, not its whole call: let files.toml travel when the parquet files are left behind (since the fortieth
+# session, whose second machine re-ran the first one's queue for 478 s); --again in gpu_job measures such a pass anyway.
 set -u
 LIMIT=${LIMIT:-560}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
