@@ -72,3 +72,8 @@ def test_a_pass_the_card_lists_for_this_gpu_is_refused_unless_asked_again(tmp_pa
     for out, seed, gpu, extra in passes:
         assert gpu_job.main(job(out, seed, gpu, *extra)) == 0
         assert (tmp_path / out / "plan.jsonl").stat().st_size > 0
+    capsys.readouterr()
+    (datasets / "files.toml").unlink()  # a device call that left the card behind: it says so, and measures
+    assert gpu_job.main(job("no_card", 5)) == 0
+    assert "files.toml here: passes already measured are not checked" in capsys.readouterr().err
+    assert (tmp_path / "no_card" / "plan.jsonl").exists()

@@ -2,8 +2,12 @@
 # env for one lent host, a work folder W, a time budget LIMIT, log() to W/call.log, left() seconds to go, and the
 # editable install of this tree. Usage: NAME=<short> source benchmarks/results/device_common.sh
 # gpu_job refuses a pass (sweep, seed, this card) that datasets/files.toml already lists, so a queued script run twice
-# costs seconds, not its whole call: let files.toml travel when the parquet files are left behind (since the fortieth
-# session, whose second machine re-ran the first one's queue for 478 s); --again in gpu_job measures such a pass anyway.
+# costs seconds, not its whole call (since the fortieth session, whose second machine re-ran the first one's queue for
+# 478 s); --again in gpu_job measures such a pass anyway. Let files.toml travel when the parquet files stay behind:
+#   printf '/datasets/\n/predictors/models/\n' > .git/info/exclude
+#   git rm -r -q --cached datasets predictors/models && git add -f datasets/files.toml   # then the device call
+#   git reset -q && rm .git/info/exclude                                                  # after it
+# Without the card, gpu_job says so on stderr and measures.
 set -u
 LIMIT=${LIMIT:-560}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
