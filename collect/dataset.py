@@ -359,13 +359,17 @@ def plain_key(key: str) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+def read_card(datasets: str | os.PathLike) -> list[dict] | None:
+    """The ``[[file]]`` entries of ``datasets/files.toml``; None for a folder without one (a farm's night, a test)."""
+    path = Path(datasets) / "files.toml"
+    return tomllib.loads(path.read_text())["file"] if path.exists() else None
+
+
 def card_keys(datasets: str | os.PathLike, op: str, role: str) -> set[str]:
     """The descriptions (``plain_key``) of ``op``'s files of ``role`` ("train" or "test") in ``datasets/files.toml``:
-    what a new file of the other role must not hold."""
+    what a new file of the other role must not hold (nothing, without a card)."""
     datasets = Path(datasets)
-    if not (datasets / "files.toml").exists():  # a folder without a card (a farm's night, a test): nothing is held
-        return set()
-    card = tomllib.loads((datasets / "files.toml").read_text())["file"]
+    card = read_card(datasets) or []
     keys: set[str] = set()
     for f in card:
         if f["role"] == role and f["path"].startswith(f"{op}/"):
@@ -373,13 +377,10 @@ def card_keys(datasets: str | os.PathLike, op: str, role: str) -> set[str]:
     return keys
 
 
-def card_pass_file(datasets: str | os.PathLike, gpu: str, sweep: str, seed: int) -> str | None:
-    """The first file ``datasets/files.toml`` lists as measured on ``gpu`` (canonical name) by ``sweep`` at ``seed``,
-    or None: a pass already on the card draws the same descriptions again (files listing no seeds match nothing)."""
-    card_path = Path(datasets) / "files.toml"
-    if not card_path.exists():
-        return None
-    for f in tomllib.loads(card_path.read_text())["file"]:
+def card_pass_file(card: list[dict], gpu: str, sweep: str, seed: int) -> str | None:
+    """The first file of ``card`` (``read_card``) measured on ``gpu`` (canonical name) by ``sweep`` at ``seed``, or
+    None: a pass already on the card draws the same descriptions again (files listing no seeds match nothing)."""
+    for f in card:
         match = _FILENAME_RE.match(Path(f["path"]).name)
         if match and match["gpu"] == gpu and sweep in f.get("sweeps", ()) and seed in f.get("seeds", ()):
             return f["path"]

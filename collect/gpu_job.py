@@ -272,13 +272,14 @@ def _write_plan(args, out: Path) -> None:
 def _refuse_measured_pass(datasets: str, gpu: str, sweeps: Sequence[str], seed: int) -> None:
     """A ValueError where the card already lists one of ``sweeps`` at ``seed`` on ``gpu``: the plan would draw the
     descriptions measured then (a queued device script run twice re-measures its first call's rows)."""
-    from kernelcast.collect.dataset import card_pass_file
+    from kernelcast.collect.dataset import card_pass_file, read_card
 
-    if not (Path(datasets) / "files.toml").exists():
+    card = read_card(datasets)
+    if card is None:
         print(f"gpu_job: no {datasets}/files.toml here: passes already measured are not checked", file=sys.stderr)
         return
     for sweep in sweeps:
-        done = card_pass_file(datasets, gpu, sweep, seed)
+        done = card_pass_file(card, gpu, sweep, seed)
         if done:
             raise ValueError(
                 f"--sweeps {sweep} at --seed {seed} on {gpu} is already measured ({datasets}/files.toml lists "
