@@ -189,3 +189,39 @@ def test_a_graph_feature_outside_training_is_out_of_distribution_with_its_name(o
     p = predict_latency({**desc, "read_bytes": int(2 * hi * elements)})
     assert p.model == model.name and not p.in_distribution
     assert "bytes_per_element=" in p.assumptions and "trained on" in p.assumptions
+
+
+def test_train_refits_the_shipped_gnn_and_compares_champions_with_the_fold_model(tmp_path, monkeypatch):
+    """`kernelcast train --op fused` on a small real card: the shipped GNN is refitted on the train side and our
+    held-out shapes (more rows than the fold's), the run logs the fold's GNN beside it, and the next run compares
+    with that fold model — the MAPE it reads is the one the first run scored, not the refit's (which saw the rows)."""
+    pytest.importorskip("mlflow")
+    import pandas as pd
+
+    from kernelcast.training import run, tracking
+    from kernelcast.training.data import DATASETS
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    name = "fused/kernelcast_h200_sxm_20261201_train.parquet"
+    frame = pd.read_parquet(DATASETS / name)
+    tasks = frame["task"].drop_duplicates().sample(250, random_state=1)
+    (tmp_path / "fused").mkdir()
+    frame[frame["task"].isin(tasks)].to_parquet(tmp_path / name)
+    (tmp_path / "files.toml").write_text(f'[[file]]\npath = "{name}"\nrole = "train"\n')
+    cfg = run.RunConfig(
+        "fused",
+        sources=("kernelcast",),
+        datasets=tmp_path,
+        params={"n_estimators": 40, "quantile_estimators": 20, "max_depth": 4},
+        gnn_params={"width": 32, "layers": 2, "max_epochs": 3, "batch_size": 64, "validation_percent": 25},
+        model_dir=tmp_path / "models",
+    )
+    first = run.train(cfg)["gnn"]
+    assert first["fit"] == run.FIT_REFIT and first["n_train"] > first["n_train_fold"]
+    shipped = json.loads((tmp_path / "models" / "fused.gnn.json").read_text())
+    assert shipped["fit"] == run.FIT_REFIT and shipped["n_train"] == first["n_train"]
+    client = tracking.setup()
+    assert {"shipped", "fold"} <= {a.path for a in client.list_artifacts(first["run_id"])}
+    scored = client.get_run(first["run_id"]).data.metrics["random.learned.mape"]
+    second = run.train(cfg)["gnn"]
+    assert second["champion_before_mape"] == pytest.approx(scored, rel=1e-4)

@@ -142,7 +142,8 @@ def _train(args: argparse.Namespace) -> int:
 def _print_gnn(op: str, g: dict) -> None:
     """The GNN beside XGBoost and the roofline on the frozen split, per kernel kind, in percent."""
     print(
-        f"\n{op} GNN: trained on {g['n_train']:,} rows in {g['fit_seconds']}s ({g['epochs']} epochs, best "
+        f"\n{op} GNN: trained on {g['n_train']:,} rows (the fold's: {g['n_train_fold']:,}) in {g['fit_seconds']}s "
+        f"({g['epochs']} epochs, best "
         f"{g['best_epoch']}); early-stopping median APE {100 * g['validation']['median_ape']:.1f}%; serves "
         f"{', '.join(g['serve_kinds']) or 'no kind'}; champion: {g['champion']}; "
         f"exported: {', '.join(g['exported']) or 'no'}"

@@ -41,12 +41,13 @@ def serve_kinds(by_kind: pd.DataFrame) -> list[str]:
 
 
 def _champion_mape(op: str, test_frame: pd.DataFrame, test_features: pd.DataFrame) -> float | None:
-    """The current GNN champion's MAPE on the same test rows; None without one or when it cannot serve them."""
+    """The current GNN champion's MAPE on the same test rows, read with its run's fold model (it never saw them; a
+    run that shipped its fold model has only ``shipped``); None without one or when it cannot serve them."""
     from kernelcast.predictors.gnn import load_gnn
     from kernelcast.predictors.learned import ModelFileError
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = tracking.champion_files(op, Path(tmp), registered_name(op))
+        folder = tracking.champion_files(op, Path(tmp), registered_name(op), artifacts=tracking.SCORED)
         if folder is None:
             return None
         try:
@@ -61,10 +62,11 @@ def _champion_mape(op: str, test_frame: pd.DataFrame, test_features: pd.DataFram
     return evaluate.metrics(test_frame["latency_us"], p50)["mape"]
 
 
-def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, by_kind, metrics, old) -> dict:
+def _log(cfg, shipped, fold, xgb_pair, rows, table, by_kind, metrics, old) -> dict:
     from kernelcast.training import plots, pyfunc
     from kernelcast.training.run import _tables, run_name
 
+    model, manifest, train_frame, fingerprint = shipped
     xgb_model, xgb_manifest = xgb_pair
     title = f"{cfg.op} GNN, frozen split"
     figures = {
@@ -90,11 +92,16 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
         "split": "random",
         "data_fingerprint": fingerprint,
         "feature_version": feature_version(cfg.op),
+        "fit": manifest["fit"],
     }
     with tempfile.TemporaryDirectory() as tmp:
         # the registered model serves the whole dispatch
-        export_model(xgb_model, xgb_manifest, cfg.op, Path(tmp), boosters=True)
-        export_gnn(model, manifest, Path(tmp))
+        files = {"shipped": Path(tmp) / "shipped"}
+        export_model(xgb_model, xgb_manifest, cfg.op, files["shipped"], boosters=True)
+        export_gnn(model, manifest, files["shipped"])
+        if fold is not None:  # the fold's GNN, which scored the frozen split: what the next run compares with
+            files["fold"] = Path(tmp) / "fold"
+            export_gnn(fold[0], fold[1], files["fold"])
         requirements = tuple(
             f"{p}=={v}"
             for p, v in (
@@ -110,10 +117,10 @@ def _log(cfg, model, manifest, xgb_pair, train_frame, fingerprint, rows, table, 
             {**metrics, **({"random.champion_before.mape": old} if old is not None else {})},
             figures,
             {**_tables(rows, table), "by_kind.json": by_kind},
-            {"shipped": Path(tmp)},
+            files,
             log_model=lambda _: pyfunc.log_model(
                 cfg.op,
-                Path(tmp),
+                files["shipped"],
                 {**xgb_manifest, "metrics": manifest["metrics"], "n_train": manifest["n_train"]},
                 registered_name(cfg.op),
                 requirements,
@@ -141,8 +148,13 @@ def _flat(by_kind: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest) -> dict:
-    """Fit, compare, choose kinds, log/register/promote, export; returns the run's summary."""
+def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest, refit_idx=None) -> dict:
+    """Fit on the frozen split's train side, compare, choose kinds; with ``refit_idx`` (``training.run.refit_rows``)
+    refit the shipped GNN on those rows by the same recipe, as the XGBoost model is (its figures, kinds and interval
+    offsets chosen on the split stay the fold model's, except the interval its own early-stopping rows calibrate);
+    log/register/promote, export; returns the run's summary."""
+    from kernelcast.training.run import FIT_REFIT, FIT_TRAIN_SIDE
+
     gcfg = GnnConfig(**cfg.gnn_params)
     train_frame, test_frame = frame.iloc[train_idx].reset_index(drop=True), frame.iloc[test_idx].reset_index(drop=True)
     train_features, test_features = build_features(train_frame, cfg.op), build_features(test_frame, cfg.op)
@@ -161,7 +173,6 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
     table = evaluate.evaluation_table(rows)
     by_kind = compare_by_kind(rows)
     kinds = serve_kinds(by_kind)
-    fingerprint = data.fingerprint(train_frame, cfg.op)
     metrics = {
         **evaluate.flat_metrics(table, "random"),
         **_flat(by_kind),
@@ -171,14 +182,35 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
         "gnn.validation.median_ape": model.validation_["median_ape"],
     }
     summary = {k: v for k, v in metrics.items() if k.count(".") <= 2 or k.startswith("random.kind.")}
-    manifest = build_manifest(model, train_frame, fingerprint, summary, kinds, tracking.git_revision())
+
+    def manifest_of(fitted, fitted_frame, fit):
+        fingerprint = data.fingerprint(fitted_frame, cfg.op)
+        manifest = build_manifest(fitted, fitted_frame, fingerprint, summary, kinds, tracking.git_revision())
+        return fitted, {**manifest, "fit": fit}, fitted_frame, fingerprint
+
+    fold = manifest_of(model, train_frame, FIT_TRAIN_SIDE)
+    shipped = fold
+    if refit_idx is not None:
+        _progress_line("refit on the train side and our held-out shapes\n")
+        refit_frame = frame.iloc[refit_idx].reset_index(drop=True)
+        refit = GnnRegressor(cfg.op, gcfg).fit(
+            refit_frame,
+            build_features(refit_frame, cfg.op),
+            refit_frame["latency_us"],
+            refit_frame["task"],
+            log=_progress_line,
+        )
+        shipped = manifest_of(refit, refit_frame, FIT_REFIT)
+    fitted = shipped[0]
     result = {
-        "data_fingerprint": fingerprint,
-        "n_train": model.n_train_,
-        "fit_seconds": model.fit_seconds_,
-        "epochs": model.epochs_,
-        "best_epoch": model.best_epoch_,
-        "validation": model.validation_,
+        "data_fingerprint": shipped[3],
+        "n_train": fitted.n_train_,
+        "n_train_fold": model.n_train_,
+        "fit": shipped[1]["fit"],
+        "fit_seconds": fitted.fit_seconds_,
+        "epochs": fitted.epochs_,
+        "best_epoch": fitted.best_epoch_,
+        "validation": fitted.validation_,
         "serve_kinds": kinds,
         "by_kind": by_kind.to_dict("records"),
         "exported": [],
@@ -186,23 +218,10 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
     }
     if cfg.log_mlflow:
         old = _champion_mape(cfg.op, test_frame, test_features)
-        result.update(
-            _log(
-                cfg,
-                model,
-                manifest,
-                (xgb_model, xgb_manifest),
-                train_frame,
-                fingerprint,
-                rows,
-                table,
-                by_kind,
-                metrics,
-                old,
-            )
-        )
+        folded = fold if shipped is not fold else None
+        result.update(_log(cfg, shipped, folded, (xgb_model, xgb_manifest), rows, table, by_kind, metrics, old))
     if result["champion"] or not cfg.log_mlflow:
-        result["exported"] = [str(p) for p in export_gnn(model, manifest, cfg.model_dir)]
+        result["exported"] = [str(p) for p in export_gnn(fitted, shipped[1], cfg.model_dir)]
     return result
 
 

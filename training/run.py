@@ -544,8 +544,10 @@ def train(cfg: RunConfig) -> dict:
 
         test_idx = _sample(split.test, cfg.max_test_rows, seed=1)  # the rows fit_fold scored, in its order
         # the GNN is fitted on the frozen split's train side and compared with the fold's XGBoost answers on its
-        # test side; its registered model bundles the shipped XGBoost model (the whole dispatch)
-        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, shipped[0], shipped[1])
+        # test side, then refitted on the same rows as the XGBoost model; its registered model bundles the shipped
+        # XGBoost model (the whole dispatch)
+        refit = np.flatnonzero(refit_rows(frame, split, hashes)) if cfg.refit else None
+        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, shipped[0], shipped[1], refit)
     result["seconds"] = round(time.time() - start, 1)
     return result
 
