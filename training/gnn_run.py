@@ -150,8 +150,8 @@ def _flat(by_kind: pd.DataFrame) -> dict[str, float]:
 
 def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest, refit_idx=None) -> dict:
     """Fit on the frozen split's train side, compare, choose kinds; with ``refit_idx`` (``training.run.refit_rows``)
-    refit the shipped GNN on those rows by the same recipe, as the XGBoost model is (its figures, kinds and interval
-    offsets chosen on the split stay the fold model's, except the interval its own early-stopping rows calibrate);
+    refit the shipped GNN on those rows by the same recipe, as the XGBoost model is (the run's figures and the kinds
+    it serves stay the fold model's; each GNN calibrates its interval on its own early-stopping rows);
     log/register/promote, export; returns the run's summary."""
     from kernelcast.training.run import FIT_REFIT, FIT_TRAIN_SIDE
 
