@@ -201,12 +201,12 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
             log=_progress_line,
         )
         shipped = manifest_of(refit, refit_frame, FIT_REFIT)
-    fitted = shipped[0]
+    fitted, manifest, _, fingerprint = shipped
     result = {
-        "data_fingerprint": shipped[3],
+        "data_fingerprint": fingerprint,
         "n_train": fitted.n_train_,
         "n_train_fold": model.n_train_,
-        "fit": shipped[1]["fit"],
+        "fit": manifest["fit"],
         "fit_seconds": fitted.fit_seconds_,
         "epochs": fitted.epochs_,
         "best_epoch": fitted.best_epoch_,
@@ -221,7 +221,7 @@ def train_gnn(cfg, frame, train_idx, test_idx, xgb_rows, xgb_model, xgb_manifest
         folded = fold if shipped is not fold else None
         result.update(_log(cfg, shipped, folded, (xgb_model, xgb_manifest), rows, table, by_kind, metrics, old))
     if result["champion"] or not cfg.log_mlflow:
-        result["exported"] = [str(p) for p in export_gnn(fitted, shipped[1], cfg.model_dir)]
+        result["exported"] = [str(p) for p in export_gnn(fitted, manifest, cfg.model_dir)]
     return result
 
 

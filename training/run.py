@@ -520,7 +520,8 @@ def train(cfg: RunConfig) -> dict:
         return fitted, manifest, fitted_frame, fingerprint
 
     fold = manifest_of(model, train_idx, FIT_TRAIN_SIDE)
-    shipped = manifest_of(*fit_model(cfg, frame, refit_rows(frame, split, hashes)), FIT_REFIT) if cfg.refit else fold
+    refit = refit_rows(frame, split, hashes) if cfg.refit else None  # the trees' and the GNN's shipped rows
+    shipped = manifest_of(*fit_model(cfg, frame, refit), FIT_REFIT) if refit is not None else fold
     result = {
         "op": cfg.op,
         "rows": len(frame),
@@ -546,8 +547,8 @@ def train(cfg: RunConfig) -> dict:
         # the GNN is fitted on the frozen split's train side and compared with the fold's XGBoost answers on its
         # test side, then refitted on the same rows as the XGBoost model; its registered model bundles the shipped
         # XGBoost model (the whole dispatch)
-        refit = np.flatnonzero(refit_rows(frame, split, hashes)) if cfg.refit else None
-        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, shipped[0], shipped[1], refit)
+        refit_idx = np.flatnonzero(refit) if refit is not None else None
+        result["gnn"] = train_gnn(cfg, frame, train_idx, test_idx, rows, shipped[0], shipped[1], refit_idx)
     result["seconds"] = round(time.time() - start, 1)
     return result
 
