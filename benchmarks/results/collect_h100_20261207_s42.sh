@@ -1,5 +1,6 @@
 #!/bin/bash
-# Device command prepared by the forty-first session (2026-12-07) for the next H100 call:
+# Device command prepared by the forty-first session (2026-12-07) for the next H100 call; the forty-second session ran it
+# as a plain call (an H100, git_rev 97d7f3b, 493 s):
 # 1. SDPA's memory-efficient kernel unmasked, another draw (attention_efficient_wide, seed 1395; ~1,250 rows in 20 s);
 # 2. Triton attention over triton_attention_wide6's pool (96 configs, 19 of them no H100 pass has timed: every H100
 #    Triton attention pass so far drew wide8's 110 configs), seed 1395; compile-bound on a fresh machine, so 110 s here
