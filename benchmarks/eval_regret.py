@@ -5,8 +5,8 @@ vLLM's default fused_moe config (MoE) — per op and GPU (``kernelcast.training.
 Usage: python benchmarks/eval_regret.py [--data ROWS.parquet ...] [--ops gemm,attention,moe] [--json-out PATH]
 Without --data it reads the dataset card's test files of the exhaustive sweeps (gemm_triton_tune,
 triton_attention_tune, moe_tune; measured by benchmarks/results/collect_h200_20261201_tune.sh). Prints a table;
-writes JSON (default benchmarks/results/eval_regret.json). `kernelcast evaluate --op <op> --split tune` logs the
-same figures to MLflow.
+writes JSON (default benchmarks/results/eval_regret.json; with --data, --json-out is required). `kernelcast
+evaluate --op <op> --split tune` logs the same figures to MLflow.
 """
 
 from __future__ import annotations
@@ -38,13 +38,20 @@ def evaluate(op: str, data: list[Path], predictor: str) -> tuple[list[dict], pd.
     return [{"op": op, **r} for r in regret.summary(picks)], picks.assign(op=op)
 
 
+DEFAULT_JSON = Path(__file__).parent / "results" / "eval_regret.json"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, action="append", default=[], help="parquet of measured rows (repeatable)")
     ap.add_argument("--ops", default="gemm,attention,moe", help="comma-separated ops among gemm, attention, moe")
     ap.add_argument("--predictor", default="auto", choices=("auto", "analytical"))
-    ap.add_argument("--json-out", type=Path, default=Path(__file__).parent / "results" / "eval_regret.json")
+    ap.add_argument("--json-out", type=Path, help=f"JSON written (default {DEFAULT_JSON}; required with --data)")
     args = ap.parse_args()
+    if args.data and args.json_out is None:  # the default file holds the tune test files' figures: keep them apart
+        print(f"--json-out: required with --data ({DEFAULT_JSON.name} holds the tune files' figures)", file=sys.stderr)
+        return 2
+    args.json_out = args.json_out or DEFAULT_JSON
     table, shapes = [], []
     for op in args.ops.split(","):
         if op not in regret.TUNE_SWEEPS:

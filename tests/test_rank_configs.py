@@ -2,6 +2,8 @@
 autotuner's perf_model, the exhaustive sweeps and the measured-regret evaluation."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +384,19 @@ def test_tune_verify_needs_a_gpu_host(capsys):
         pytest.skip("a GPU host: tests/test_gpu_workloads.py runs the real verify")
     assert main(["tune", *fields, "--verify", "3"]) != 0
     assert "GPU host" in capsys.readouterr().err
+
+
+def test_eval_regret_with_data_needs_its_own_json_out(tmp_path):
+    """The default JSON holds the tune files' figures: --data without --json-out is refused before anything runs,
+    and the default file is not rewritten."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "eval_regret.py"
+    default = script.parent / "results" / "eval_regret.json"
+    before = default.stat().st_mtime_ns if default.exists() else None
+    done = subprocess.run(
+        [sys.executable, str(script), "--ops", "gemm", "--data", str(tmp_path / "rows.parquet")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "--json-out: required with --data" in done.stderr
+    assert (default.stat().st_mtime_ns if default.exists() else None) == before
