@@ -6,8 +6,9 @@
 #    here and a warm follow-up of the same NAME measures the rest;
 # 3. Triton attention over the five stage-1 large-tile configs no test set holds (triton_attention_stage1, seed 1397;
 #    905 rows): the H100's test set under-predicts that corner by 8.9% (RESULTS §60), and no pool adds configs to it;
-# 4. cuBLAS bmm over gemm_cublas_bmm3's box at four more seeds (1362-1365, ~17 s each);
-# 5. Triton GEMM over an eighteenth config pool no GPU has timed (gemm_triton_wide18, pool_seed 319).
+# 4. Triton GEMM over an eighteenth config pool no GPU has timed (gemm_triton_wide18, pool_seed 319).
+# No more H100 bmm: its last 5,074 rows moved the H100's plain cuBLAS GEMMs 2.86 -> 3.13% (RESULTS §60); the H200's
+# own bmm rows are the next ones (collect_h200_next_s42.sh).
 # Merge each, list with role train, retrain attention and gemm, and point collect_next_any.sh at a new queue at once.
 # A warm follow-up with the same NAME finishes what a pass left (the collector skips done rows; its workers' Triton
 # cache makes it fast); a cut call resumes on another machine by carrying .device_out/kc_s42n/<name> (RESULTS §57).
@@ -17,6 +18,5 @@ NAME=kc_s42n source benchmarks/results/device_common.sh
 measure efficient5 attention_efficient_wide 1397 60
 measure tritonatt14 triton_attention_wide5 1397 110
 measure stage1 triton_attention_stage1 1397 70
-measure_many bmm3f 24 gemm_cublas_bmm3:1362 gemm_cublas_bmm3:1363 gemm_cublas_bmm3:1364 gemm_cublas_bmm3:1365
 measure tritongemm18 gemm_triton_wide18 1343 $(budget 30)
 finish

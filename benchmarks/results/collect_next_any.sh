@@ -3,7 +3,7 @@
 # as collect_h100_20261206_s34.sh and _s34b.sh): an H200 runs collect_h200_next_s42.sh (masked SDPA over the whole box,
 # cuBLAS bmm at six seeds, every head_dim masked, then the eighteenth Triton GEMM config pool), an H100
 # collect_h100_next_s42.sh (the memory-efficient kernel unmasked, Triton attention over wide5's pool and the stage-1
-# corner, bmm3 seeds, an eighteenth pool).
+# corner, an eighteenth pool).
 #   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_next_any.sh
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
   *H200*) exec bash benchmarks/results/collect_h200_next_s42.sh ;;
