@@ -8,7 +8,7 @@
 #    905 rows): the H100's test set under-predicts that corner by 8.9% (RESULTS §60), and no pool adds configs to it;
 # 4. Triton GEMM over an eighteenth config pool no GPU has timed (gemm_triton_wide18, pool_seed 319).
 # No more H100 bmm: its last 5,074 rows moved the H100's plain cuBLAS GEMMs 2.86 -> 3.13% (RESULTS §60); the H200's
-# own bmm rows are the next ones (collect_h200_next_s42.sh).
+# own bmm rows are the next ones (collect_h200_next_s43.sh).
 # Merge each, list with role train, retrain attention and gemm, and point collect_next_any.sh at a new queue at once.
 # A warm follow-up with the same NAME finishes what a pass left (the collector skips done rows; its workers' Triton
 # cache makes it fast); a cut call resumes on another machine by carrying .device_out/kc_s42n/<name> (RESULTS §57).

@@ -103,6 +103,18 @@ compiled() {
   gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
   [ "${FINISH_LOGS:-}" = tar ] || tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
 }
+# random fusion graphs of one box through collect/fused_job.py, the first <choices> of them also under every other
+# fusion choice (fused_job.FUSION_CHOICES; seeds from 40 on merge as training rows): fusedgraphs <name> <lo:hi> <box>
+# <choices> <reserve_s>; its rows go back as <name>_fused.jsonl.gz, its log into logs.tar.gz with FINISH_LOGS=tar
+fusedgraphs() {
+  export TORCHINDUCTOR_CACHE_DIR=$PWD/$W/inductor_cache
+  log "start fused graphs $1 ($2, box $3, $4 under every choice, reserve $5 s)"
+  timeout $(( $(budget "$5") + 45 )) python3 -m kernelcast.collect.fused_job --out "$W/$1" --graphs "$2" --box "$3" \
+      --choices "$4" --workers 14 --budget-s "$(budget $(( $5 + 15 )))" --grace-s 30 --stall-s 40 2>&1 \
+      | grep -v "Compiled module path" > "$W/$1.log"
+  log "end fused graphs $1: $(grep -c . "$W/$1/fused.jsonl") tasks, $(grep -c '"error"' "$W/$1/fused.jsonl") errors"
+  gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
+}
 # the Triton GEMM key space compiled on the host's CPUs beside the measurements (collect/compile_facts.py --space
 # triton_gemm, the committed table's keys skipped: carry datasets/compile_facts/triton_gemm_space_h200.parquet):
 # space_start <workers> <reserve_s> starts it in the background; space_finish waits for it (bounded by the reserve)
