@@ -444,7 +444,7 @@ SPEC = register(
                     "learning_rate": 0.04,
                     "mlp": {"weight": 0.7, "members": 2},
                 },
-                "cublas": {"max_depth": 12, "n_estimators": 600, "learning_rate": 0.08, "measured_gpus_only": True},
+                "cublas": {"max_depth": 14, "n_estimators": 600, "learning_rate": 0.08, "measured_gpus_only": True},
             },
             "shared_skips_own": True,
         },
