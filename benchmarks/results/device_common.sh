@@ -90,30 +90,30 @@ finish() {
     cp "$W/call.log" "$OUT/"
   fi
 }
-# one compiled-layers pass of collect/fused_job.py: compiled <name> <layer set> <reserve_s> <workers> <stall_s>; its
-# rows go back as <name>_fused.jsonl.gz, the tail of its log as <name>_fused_job.log (its whole log in logs.tar.gz with
-# FINISH_LOGS=tar)
-compiled() {
+# one pass of collect/fused_job.py into W/<name> (Inductor's cache in W, the budget less <reserve_s>, the call cut 45 s
+# after it): fused_pass <name> <reserve_s> <fused_job arguments…>; its rows go back as <name>_fused.jsonl.gz
+fused_pass() {
+  local name=$1 reserve=$2
+  shift 2
   export TORCHINDUCTOR_CACHE_DIR=$PWD/$W/inductor_cache
+  timeout $(( $(budget "$reserve") + 45 )) python3 -m kernelcast.collect.fused_job --out "$W/$name" "$@" \
+      --budget-s "$(budget $(( reserve + 15 )))" --grace-s 30 2>&1 | grep -v "Compiled module path" > "$W/$name.log"
+  log "end $name: $(grep -c . "$W/$name/fused.jsonl") tasks, $(grep -c '"error"' "$W/$name/fused.jsonl") errors"
+  gzip -c "$W/$name/fused.jsonl" > "$OUT/${name}_fused.jsonl.gz"
+}
+# one compiled-layers pass: compiled <name> <layer set> <reserve_s> <workers> <stall_s>; the tail of its log comes back
+# as <name>_fused_job.log (its whole log in logs.tar.gz with FINISH_LOGS=tar)
+compiled() {
   log "start compiled $1 ($2, $4 workers, stall $5 s)"
-  timeout $(( $(budget "$3") + 45 )) python3 -m kernelcast.collect.fused_job --out "$W/$1" --layers 1000 \
-      --layer-models "$2" --workers "$4" --budget-s "$(budget $(( $3 + 15 )))" --grace-s 30 --stall-s "$5" 2>&1 \
-      | grep -v "Compiled module path" > "$W/$1.log"
-  log "end compiled $1: $(grep -c . "$W/$1/fused.jsonl") tasks, $(grep -c '"error"' "$W/$1/fused.jsonl") errors"
-  gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
+  fused_pass "$1" "$3" --layers 1000 --layer-models "$2" --workers "$4" --stall-s "$5"
   [ "${FINISH_LOGS:-}" = tar ] || tail -c 60000 "$W/$1.log" > "$OUT/$1_fused_job.log"
 }
-# random fusion graphs of one box through collect/fused_job.py, the first <choices> of them also under every other
-# fusion choice (fused_job.FUSION_CHOICES; seeds from 40 on merge as training rows): fusedgraphs <name> <lo:hi> <box>
-# <choices> <reserve_s>; its rows go back as <name>_fused.jsonl.gz, its log into logs.tar.gz with FINISH_LOGS=tar
+# random fusion graphs of one box, the first <choices> of them also under every other fusion choice
+# (fused_job.FUSION_CHOICES; seeds from 40 on merge as training rows): fusedgraphs <name> <lo:hi> <box> <choices>
+# <reserve_s>; its log goes into logs.tar.gz with FINISH_LOGS=tar
 fusedgraphs() {
-  export TORCHINDUCTOR_CACHE_DIR=$PWD/$W/inductor_cache
   log "start fused graphs $1 ($2, box $3, $4 under every choice, reserve $5 s)"
-  timeout $(( $(budget "$5") + 45 )) python3 -m kernelcast.collect.fused_job --out "$W/$1" --graphs "$2" --box "$3" \
-      --choices "$4" --workers 14 --budget-s "$(budget $(( $5 + 15 )))" --grace-s 30 --stall-s 40 2>&1 \
-      | grep -v "Compiled module path" > "$W/$1.log"
-  log "end fused graphs $1: $(grep -c . "$W/$1/fused.jsonl") tasks, $(grep -c '"error"' "$W/$1/fused.jsonl") errors"
-  gzip -c "$W/$1/fused.jsonl" > "$OUT/$1_fused.jsonl.gz"
+  fused_pass "$1" "$5" --graphs "$2" --box "$3" --choices "$4" --workers 14 --stall-s 40
 }
 # the Triton GEMM key space compiled on the host's CPUs beside the measurements (collect/compile_facts.py --space
 # triton_gemm, the committed table's keys skipped: carry datasets/compile_facts/triton_gemm_space_h200.parquet):
