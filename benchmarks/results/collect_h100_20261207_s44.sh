@@ -12,7 +12,7 @@
 # Merge each, list with role train, retrain attention and gemm, and point collect_next_any.sh at a new queue at once.
 # A warm follow-up with the same NAME finishes what a pass left (the collector skips done rows; its workers' Triton
 # cache makes it fast); a cut call resumes on another machine by carrying .device_out/kc_s42n/<name> (RESULTS §57).
-#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_next_s42.sh
+#   KERNELCAST_GIT_REV=<commit> LIMIT=540 bash benchmarks/results/collect_h100_20261207_s44.sh
 FINISH_LOGS=tar
 NAME=kc_s42n source benchmarks/results/device_common.sh
 measure efficient5 attention_efficient_wide 1397 60
