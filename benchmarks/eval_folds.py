@@ -86,6 +86,8 @@ def main() -> None:
             answers.append(rows)
             report(rows, splits[k].fold, seed, round(time.time() - start))
         if len(answers) > 1:  # the same held-out rows in the same order for every seed (fit_fold samples them seeded)
+            if any(not a["measured"].equals(answers[0]["measured"]) for a in answers[1:]):
+                raise SystemExit(f"fold {splits[k].fold}: the seeds' held-out rows differ; no mean of their answers")
             bag = answers[0].copy()
             for col in ("learned", "low", "high"):
                 bag[col] = np.exp(np.mean([np.log(a[col].to_numpy()) for a in answers], axis=0))
