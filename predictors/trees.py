@@ -38,54 +38,52 @@ class Forest:
     depth: int  # the deepest leaf's depth: walking this many levels reaches every leaf
 
     @classmethod
-    def from_boosters(cls, *boosters, own: dict | None = None) -> Forest:
+    def from_boosters(cls, *boosters, own: dict | None = None, bag: tuple = ()) -> Forest:
         """Every booster's outputs side by side, in order (a 1-target booster gives 1 column, etc.).
 
         ``own`` maps an input column (a one-hot backend column, 0 or 1, or a route column after the boosters' columns)
         to a 1-target booster fitted on the rows where it is 1: its trees answer the first output for those rows, the
         first booster's for the others. Each tree gets
         a root that reads the column(s) and leads the other rows to a 0 leaf; one more tree adds the difference of the
-        base scores: the forest's margins are exactly the routed boosters' (``training.xgb.LatencyRegressor``)."""
+        base scores: the forest's margins are exactly the routed boosters' (``training.xgb.LatencyRegressor``).
+
+        ``bag``: more (booster, own) pairs, the first booster and ``own`` fitted again from other seeds: the first
+        output is the mean of every pair's margins (each of their trees' leaves divided by the pairs' number, their
+        base scores averaged), one walk of one forest."""
         own = own or {}
-        trees, bases, outputs, n_features = [], [], [], None
-        for i, booster in enumerate([*boosters, *own.values()]):
-            model, gate = _booster_json(booster), None
-            if i == 0 and own:
-                gate = (tuple(own), 0)
-            elif i >= len(boosters):
-                column = list(own)[i - len(boosters)]
-                gate = ((column,), 1)
-                base = _base_scores(model)
-                trees.append(_gated(_leaf(float(base[0] - bases[0])), gate))
-                outputs.append(0)
-            model = model["learner"]
-            gbtree = model["gradient_booster"]
-            if gbtree.get("name") != "gbtree" or int(gbtree["model"]["gbtree_model_param"]["num_parallel_tree"]) != 1:
+        members = [(boosters[0], own), *bag]
+        trees, outputs, member_bases, widths = [], [], [], set()
+        for point, point_own in members:
+            if list(point_own) != list(own):
                 raise ValueError(
-                    f"only gbtree boosters with one parallel tree are supported; got {gbtree.get('name')!r}"
+                    f"every bagged point model needs own trees on columns {list(own)}; got {list(point_own)}"
                 )
-            features = int(model["learner_model_param"]["num_feature"])
-            if n_features not in (None, features):
-                raise ValueError(f"boosters read different feature counts: {n_features} and {features}")
-            n_features = features
-            for tree, out in zip(gbtree["model"]["trees"], gbtree["model"]["tree_info"]):
-                if int(tree["tree_param"]["size_leaf_vector"]) > 1:
-                    raise ValueError("vector-leaf (multi_output_tree) boosters are not supported")
-                if any(tree["split_type"]):
-                    raise ValueError(
-                        "categorical splits are not supported: one-hot the categories "
-                        "(as predictors/learned.feature_matrix does)"
-                    )
-                if gate is None:
-                    trees.append(tree)
-                    outputs.append(len(bases) + int(out))
-                else:  # the point output (0): own trees for their column's rows, the shared trees for the others
-                    trees.append(_gated(tree, gate))
-                    outputs.append(0)
-            if i < len(boosters):
-                bases.extend(float(b) for b in np.atleast_1d(json.loads(model["learner_model_param"]["base_score"])))
+            model = _booster_json(point)
+            base = _base_scores(model)
+            gate = (tuple(point_own), 0) if point_own else None
+            for tree, out in _gbtree_trees(model, widths):
+                trees.append(tree if gate is None else _gated(tree, gate))
+                outputs.append(int(out) if gate is None else 0)
+            for column, booster in point_own.items():  # the point output (0) for the column's rows
+                mine = _booster_json(booster)
+                trees.append(_gated(_leaf(float(_base_scores(mine)[0] - base[0])), ((column,), 1)))
+                trees.extend(_gated(tree, ((column,), 1)) for tree, _ in _gbtree_trees(mine, widths))
+                outputs.extend([0] * (len(trees) - len(outputs)))
+            member_bases.append(base)
+        if len(members) > 1:
+            if len({len(b) for b in member_bases}) > 1:
+                raise ValueError(f"bagged point models give different output counts: {[len(b) for b in member_bases]}")
+            trees = [_scaled(tree, 1.0 / len(members)) for tree in trees]
+        bases = [float(b) for b in np.mean(member_bases, axis=0)]
+        for booster in boosters[1:]:
+            model = _booster_json(booster)
+            for tree, out in _gbtree_trees(model, widths):
+                trees.append(tree)
+                outputs.append(len(bases) + int(out))
+            bases.extend(float(b) for b in _base_scores(model))
         combine = np.zeros((len(trees), len(bases)))
         combine[np.arange(len(trees)), outputs] = 1.0
+        (n_features,) = widths
         n_features = max([n_features, *(column + 1 for column in own)])  # a gate may read a column after the boosters'
         return cls._from_trees(trees, combine, np.asarray(bases, dtype=np.float64), n_features)
 
@@ -183,6 +181,34 @@ def _booster_json(booster) -> dict:
 
 def _base_scores(model: dict) -> np.ndarray:
     return np.atleast_1d(np.asarray(json.loads(model["learner"]["learner_model_param"]["base_score"]), dtype=float))
+
+
+def _gbtree_trees(model: dict, widths: set) -> list[tuple[dict, int]]:
+    """A booster's (tree, output) pairs, its input width added to ``widths`` (boosters that read different widths are
+    refused); only what the walk can do: gbtree with one parallel tree, scalar leaves, numeric splits."""
+    model = model["learner"]
+    gbtree = model["gradient_booster"]
+    if gbtree.get("name") != "gbtree" or int(gbtree["model"]["gbtree_model_param"]["num_parallel_tree"]) != 1:
+        raise ValueError(f"only gbtree boosters with one parallel tree are supported; got {gbtree.get('name')!r}")
+    widths.add(int(model["learner_model_param"]["num_feature"]))
+    if len(widths) > 1:
+        raise ValueError(f"boosters read different feature counts: {sorted(widths)}")
+    for tree in gbtree["model"]["trees"]:
+        if int(tree["tree_param"]["size_leaf_vector"]) > 1:
+            raise ValueError("vector-leaf (multi_output_tree) boosters are not supported")
+        if any(tree["split_type"]):
+            raise ValueError(
+                "categorical splits are not supported: one-hot the categories "
+                "(as predictors/learned.feature_matrix does)"
+            )
+    return list(zip(gbtree["model"]["trees"], gbtree["model"]["tree_info"]))
+
+
+def _scaled(tree: dict, share: float) -> dict:
+    """``tree`` with its leaves' values times ``share`` (its splits' thresholds as they were)."""
+    leaf = np.asarray(tree["left_children"]) < 0
+    values = np.asarray(tree["split_conditions"], dtype=np.float64)
+    return {**tree, "split_conditions": np.where(leaf, values * share, values).tolist()}
 
 
 def _leaf(value: float) -> dict:

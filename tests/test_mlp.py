@@ -136,3 +136,29 @@ def test_a_network_is_blended_into_its_backend_s_rows_and_ships_with_the_forest(
         with pytest.raises(learned.ModelFileError, match=match):
             learned.load_model("gemm", tmp_path)
     learned._load.cache_clear()
+
+
+def test_a_bag_is_the_mean_of_its_seeds_refits_and_ships_as_one_forest_and_one_network(frame, tmp_path):
+    """``bag=2``: the served margin is the mean of the margins of the same recipe fitted at seeds 0 and 1 (trees and
+    networks both), exported as one forest and one network that reproduce it on the check rows (real GEMM rows)."""
+    feats = build_features(frame, "gemm")
+    y = frame["latency_us"].to_numpy()
+    own = {"triton": {"max_depth": 4, "n_estimators": 30, "learning_rate": 0.1, "mlp": {**NET, "weight": 0.4}}}
+    recipe = {**SMALL, "own_trees": own, "shared_skips_own": True}
+    fit = lambda **kw: LatencyRegressor("gemm", **recipe, **kw).fit(feats, y)  # noqa: E731
+    bag, seed0, seed1 = fit(bag=2), fit(random_state=0), fit(random_state=1)
+    x = learned.feature_matrix(feats, "gemm")
+    want = (seed0.point_margin(x) + seed1.point_margin(x)) / 2
+    np.testing.assert_allclose(bag.point_margin(x), want, rtol=0, atol=1e-6)
+    assert np.median(np.abs(seed0.point_margin(x) - seed1.point_margin(x))) > 1e-3  # the seeds do disagree
+    assert len(bag.members_) == 2 and len(bag.mlps_["triton"].members) == 2
+
+    export_model(bag, build_manifest(bag, "gemm", frame, "0" * 16, {}, "test"), "gemm", tmp_path, boosters=True)
+    assert (tmp_path / "gemm.bag1.ubj.gz").exists() and (tmp_path / "gemm.triton.bag1.ubj.gz").exists()
+    model = learned.load_model("gemm", tmp_path)  # checks the forest against both seeds' boosters and the blend
+    walk = (model.compiled or model.forest).predict(model.matrix(feats, True))[:, 0]
+    triton = (frame["backend"] == "triton").to_numpy()
+    np.testing.assert_allclose(walk, bag.tree_margin(x), atol=2e-5)
+    np.testing.assert_allclose(blend(walk[triton], model.mlp.predict(x[triton]), 0.4), want[triton], atol=2e-5)  # noqa: E501
+    with pytest.raises(ValueError, match="bag must be an integer >= 1 \\(point models averaged\\); got 0"):
+        fit(bag=0)

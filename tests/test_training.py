@@ -200,7 +200,7 @@ def test_metrics_hand_computed():
 
 def test_regressor_contract(rows):
     model = LatencyRegressor("gemm", **SMALL)
-    assert model.get_params()["n_estimators"] == 60 and not hasattr(model, "booster_")
+    assert model.get_params()["n_estimators"] == 60 and not hasattr(model, "members_")
     feats = build_features(rows.iloc[:500], "gemm")
     with pytest.raises(ValueError, match="not fitted"):
         model.predict(feats)
@@ -215,7 +215,7 @@ def test_regressor_contract(rows):
     from sklearn.base import clone
 
     copy = clone(model)  # scikit-learn's contract: same hyperparameters, nothing fitted
-    assert copy.get_params() == model.get_params() and not hasattr(copy, "booster_")
+    assert copy.get_params() == model.get_params() and not hasattr(copy, "members_")
     assert copy.set_params(max_depth=3).max_depth == 3 and "n_estimators=60" in repr(model)
     assert model.score(feats, rows.latency_us.iloc[:500]) > 0.5  # R² of latency, from RegressorMixin
 
@@ -487,14 +487,14 @@ def test_own_trees_for_measured_gpus_only_route_other_gpus_to_the_shared_trees(r
     x = learned.feature_matrix(feats, "gemm")
     walk = lambda measured: (model.compiled or model.forest).predict(model.matrix(feats, measured))[:, 0]  # noqa: E731
     np.testing.assert_allclose(walk(True), reg.point_margin(x), atol=2e-4)
-    shared = np.asarray(reg.booster_.inplace_predict(x), dtype=np.float64)
+    shared = np.asarray(reg.members_[0][0].inplace_predict(x), dtype=np.float64)
     np.testing.assert_allclose(walk(False), shared, atol=2e-4)
     assert np.abs(reg.point_margin(x) - shared)[cublas].max() > 1e-2  # the two routes answer differently
     # the shared trees were fitted on the cuBLAS rows too (a measured_gpus_only backend is not skipped)
     changed = LatencyRegressor("gemm", **SMALL, own_trees=own, shared_skips_own=True).fit(
         feats, np.where(cublas, 3, 1) * frame["latency_us"]
     )
-    assert np.abs(np.asarray(changed.booster_.inplace_predict(x)) - shared)[cublas].min() > 0.3
+    assert np.abs(np.asarray(changed.members_[0][0].inplace_predict(x)) - shared)[cublas].min() > 0.3
 
 
 def test_source_weights_balance_sources_within_each_fitted_group():

@@ -105,7 +105,7 @@ def check_rows(model) -> dict[str, list]:
         ]
     )
     out = {"x": model.forest_input(x).astype(np.float32).tolist(), "margins": margins.astype(np.float64).tolist()}
-    if getattr(model, "mlps_", None):
+    if model.mlps_:
         out["point"] = model.point_margin(x).astype(np.float64).tolist()
     return out
 
@@ -120,8 +120,10 @@ def export_model(
     out_dir = Path(out_dir or MODEL_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    saved = [("", model.booster_), (".quantile", model.quantile_booster_)]
-    saved += [(f".{backend}", booster) for backend, booster in getattr(model, "own_boosters_", {}).items()]
+    saved = [(".quantile", model.quantile_booster_)]
+    for i, (booster, own_boosters) in enumerate(model.members_):  # the first seed's as before, then ".bag1", …
+        bag = f".bag{i}" if i else ""
+        saved += [(bag, booster), *((f".{backend}{bag}", own) for backend, own in own_boosters.items())]
     for suffix, booster in saved if boosters else ():
         path = out_dir / f"{op}{suffix}.ubj.gz"
         raw = out_dir / f".{op}{suffix}.{os.getpid()}.tmp.ubj"
@@ -133,14 +135,17 @@ def export_model(
         paths.append(path)
     # own trees gated on their backend's one-hot column, or on its route column (``model.routes``)
     routes = model.routes
-    own = {
+    gates = lambda own_boosters: {  # noqa: E731
         (route_column(op, routes, b) if b in routes else own_column(op, b)): booster
-        for b, booster in getattr(model, "own_boosters_", {}).items()
+        for b, booster in own_boosters.items()
     }
-    forest = Forest.from_boosters(model.booster_, model.quantile_booster_, own=own)
+    (shared, own), *bag = model.members_
+    forest = Forest.from_boosters(
+        shared, model.quantile_booster_, own=gates(own), bag=tuple((b, gates(o)) for b, o in bag)
+    )
     paths.append(forest.save(out_dir / f"{op}.forest.npz"))
     suffixes = list(MODEL_FILES.values())
-    mlps = getattr(model, "mlps_", {})
+    mlps = model.mlps_
     if len(mlps) > 1:
         raise ValueError(f"one network per model is shipped; {op} has {sorted(mlps)}")
     for net in mlps.values():

@@ -52,6 +52,16 @@ def fit_mlp(
     return Mlp(stats, members)
 
 
+def merged(nets: list[Mlp]) -> Mlp:
+    """Networks fitted on the same rows as one network of all their members (its answer, the members' mean, is then
+    the mean of theirs when each has as many members)."""
+    first = nets[0].inputs
+    for net in nets[1:]:
+        if any(not np.array_equal(a, b) for a, b in zip(vars(first).values(), vars(net.inputs).values())):
+            raise ValueError("only networks fitted on the same rows merge; their input statistics differ")
+    return Mlp(first, tuple(member for net in nets for member in net.members))
+
+
 def _fit_member(inputs, y, w, p: Mapping[str, Any], seed: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """One network's layers ([in, out] weights and biases, float64) fitted from ``seed``."""
     import torch

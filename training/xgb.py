@@ -82,6 +82,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         random_state: int = 0,
         own_trees: dict | None = None,
         shared_skips_own: bool = False,
+        bag: int = 1,
     ):
         self.op = op  # op family: fixes the feature columns
         self.n_estimators = n_estimators  # boosting rounds of the point model
@@ -109,8 +110,13 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.own_trees = own_trees
         # the shared trees are fitted without the rows of own-tree backends they never answer
         self.shared_skips_own = shared_skips_own
+        # point models fitted on the same rows from seeds random_state … random_state + bag - 1 (XGBoost's row and
+        # column draws, the networks' initial weights and batches), served as the mean of their margins: on the frozen
+        # split's held-out training shapes three seeds' mean beat the best one seed on every attention backend
+        # (RESULTS §62-§63)
+        self.bag = bag
 
-    def _params(self, **extra) -> dict:
+    def _params(self, seed: int | None = None, **extra) -> dict:
         return {
             "tree_method": "hist",
             "max_depth": self.max_depth,
@@ -120,7 +126,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             "min_child_weight": self.min_child_weight,
             "max_bin": self.max_bin,
             "nthread": self.n_jobs,
-            "seed": self.random_state,
+            "seed": self.random_state if seed is None else seed,
             **extra,
         }
 
@@ -152,6 +158,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         (``splits.calibration_slice``)."""
         import xgboost as xgb
 
+        if not (isinstance(self.bag, (int, np.integer)) and self.bag >= 1):
+            raise ValueError(f"bag must be an integer >= 1 (point models averaged); got {self.bag!r}")
         x, target = self._validate(features, latency_us)
         hashes = np.arange(len(x), dtype=np.uint64) if shape_hashes is None else np.asarray(shape_hashes)
         calib, probe_rows = calibration_slice(
@@ -163,7 +171,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 f"{int(probe_rows.sum())} to fit the probe on"
             )
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self.booster_, self.own_boosters_, self.mlps_ = self._fit_point(x, target, w, np.ones(len(x), dtype=bool))
+        self.members_, self.mlps_ = self._fit_point(x, target, w, np.ones(len(x), dtype=bool))
         # The interval is the quantiles of the point model's error, learned where that error is honest: a probe (the
         # same point model fitted on rows sharing no shape or config with the calibration slice) errs on the slice as
         # the served model errs on shapes and configs it never saw. Half of the slice fits the error's p10/p90 (small
@@ -198,18 +206,35 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _fit_point(self, x: np.ndarray, target: np.ndarray, w: np.ndarray | None, rows: np.ndarray):
-        """The point model on ``rows``: the shared trees, each own-tree backend's trees on its rows alone, and the
-        network of each own-tree backend that asks for one (``mlp``), on the same rows."""
+        """The point model on ``rows``, ``bag`` times from successive seeds: each member's (shared trees, each own-tree
+        backend's trees on its rows alone), and each network asked for (an own-tree backend's ``mlp``) with every
+        member's networks as one (the network's answer is its members' mean)."""
+        members, nets = [], {}
+        for i in range(self.bag):
+            booster, own, mlps = self._fit_member(x, target, w, rows, i)
+            members.append((booster, own))
+            for backend, net in mlps.items():
+                nets.setdefault(backend, []).append(net)
+        from kernelcast.training.mlp import merged
+
+        return members, {backend: merged(parts) for backend, parts in nets.items()}
+
+    def _fit_member(self, x: np.ndarray, target: np.ndarray, w: np.ndarray | None, rows: np.ndarray, i: int):
+        """Bag member ``i``: the shared trees, each own-tree backend's trees on its rows alone, and the network of each
+        own-tree backend that asks for one (``mlp``), on the same rows, from seed ``random_state + i`` (a network of
+        several members from ``random_state + i × members``, so no two members share a seed)."""
         import xgboost as xgb
 
+        from kernelcast.training.mlp import DEFAULTS as MLP_DEFAULTS
         from kernelcast.training.mlp import fit_mlp
 
+        seed = self.random_state + i
         own_rows = {backend: rows & (x[:, own_column(self.op, backend)] == 1) for backend in self.own_trees or {}}
         shared = rows.copy()
         for backend in skipped_backends(self.own_trees, self.shared_skips_own):
             shared &= ~own_rows[backend]
         booster = xgb.train(
-            self._params(objective="reg:squarederror"),
+            self._params(seed, objective="reg:squarederror"),
             self._dmatrix(x[shared], target[shared], None if w is None else w[shared]),
             self.n_estimators,
         )
@@ -220,36 +245,40 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
                 continue
             if "mlp" in params:
                 net = {k: v for k, v in params["mlp"].items() if k != "weight"}
+                net_seed = self.random_state + i * net.get("members", MLP_DEFAULTS["members"])
                 mlps[backend] = fit_mlp(
-                    x[mine], target[mine], None if w is None else w[mine], net, self.random_state, self.n_jobs
+                    x[mine], target[mine], None if w is None else w[mine], net, net_seed, self.n_jobs
                 )
             own = {"max_depth": params["max_depth"], "eta": params["learning_rate"]}
             if "colsample_bytree" in params:  # else the shared trees' fraction
                 own["colsample_bytree"] = params["colsample_bytree"]
             own_boosters[backend] = xgb.train(
-                self._params(objective="reg:squarederror", **own),
+                self._params(seed, objective="reg:squarederror", **own),
                 self._dmatrix(x[mine], target[mine], None if w is None else w[mine]),
                 params["n_estimators"],
             )
         return booster, own_boosters, mlps
 
-    def _margin(self, booster, own_boosters: dict, mlps: dict, x: np.ndarray) -> np.ndarray:
-        """A point model's margin: each row from its backend's own trees where it has them, else the shared ones;
-        blended with its backend's network where there is one (``mlp_weight``)."""
-        margin = self._tree_margin(booster, own_boosters, x)
+    def _margin(self, members: list, mlps: dict, x: np.ndarray) -> np.ndarray:
+        """A point model's margin: the bag members' mean of each row from its backend's own trees where it has them,
+        else the shared ones; blended with its backend's network where there is one (``mlp_weight``)."""
+        margin = self._tree_margin(members, x)
         for backend, net in mlps.items():
             mine = x[:, own_column(self.op, backend)] == 1
             if mine.any():
                 margin[mine] = blend(margin[mine], net.predict(x[mine]), self.mlp_weight(backend))
         return margin
 
-    def _tree_margin(self, booster, own_boosters: dict, x: np.ndarray) -> np.ndarray:
-        margin = np.asarray(booster.inplace_predict(x), dtype=np.float64)
-        for backend, own in own_boosters.items():
-            mine = x[:, own_column(self.op, backend)] == 1
-            if mine.any():
-                margin[mine] = own.inplace_predict(x[mine])
-        return margin
+    def _tree_margin(self, members: list, x: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(x))
+        for booster, own_boosters in members:
+            margin = np.asarray(booster.inplace_predict(x), dtype=np.float64)
+            for backend, own in own_boosters.items():
+                mine = x[:, own_column(self.op, backend)] == 1
+                if mine.any():
+                    margin[mine] = own.inplace_predict(x[mine])
+            total += margin
+        return total / len(members)
 
     def mlp_weight(self, backend: str) -> float:
         """The share of ``backend``'s network in its rows' margin (its own-tree params' ``mlp.weight``)."""
@@ -278,7 +307,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
     def routes(self) -> list[str]:
         """The own-tree backends whose trees answer only the GPUs they were measured on: the shipped forest's route
         columns (``predictors.learned.route_column``), in order."""
-        return [b for b in getattr(self, "own_boosters_", {}) if self.own_trees[b].get("measured_gpus_only")]
+        own = self.members_[0][1] if hasattr(self, "members_") else {}
+        return [b for b in own if self.own_trees[b].get("measured_gpus_only")]
 
     def forest_input(self, x: np.ndarray) -> np.ndarray:
         """Training-matrix rows as the shipped forest reads them: each route column set as served for a GPU the model
@@ -287,18 +317,18 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
 
     def point_margin(self, x: np.ndarray) -> np.ndarray:
         """The served point model's margin (log efficiency)."""
-        return self._margin(self.booster_, getattr(self, "own_boosters_", {}), getattr(self, "mlps_", {}), x)
+        return self._margin(self.members_, self.mlps_, x)
 
     def tree_margin(self, x: np.ndarray) -> np.ndarray:
         """The trees' part of ``point_margin`` (what the shipped forest must give back)."""
-        return self._tree_margin(self.booster_, getattr(self, "own_boosters_", {}), x)
+        return self._tree_margin(self.members_, x)
 
     def _quantiles(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.quantile_booster_.inplace_predict(x)).reshape(len(x), -1)
 
     def _check_fitted(self) -> None:
         # scikit-learn's NotFittedError is a ValueError: "This LatencyRegressor instance is not fitted yet. …"
-        check_is_fitted(self, "booster_")
+        check_is_fitted(self, "members_")
 
     def predict(self, features: pd.DataFrame) -> np.ndarray:
         """p50 latency (µs)."""
@@ -312,11 +342,12 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         return to_latency(features["scale_us"].to_numpy(), self.point_margin(x), self._quantiles(x), offset)
 
     def feature_importance(self) -> pd.Series:
-        """Total gain per feature, largest first."""
+        """Total gain per feature of the shared trees (summed over the bag's members), largest first."""
         self._check_fitted()
-        gain = self.booster_.get_score(importance_type="total_gain")
+        gains = [pd.Series(b.get_score(importance_type="total_gain"), dtype=np.float64) for b, _ in self.members_]
         return (
-            pd.Series(gain, dtype=np.float64)
+            pd.concat(gains, axis=1)
+            .sum(axis=1)
             .reindex(matrix_columns(self.op), fill_value=0.0)
             .sort_values(ascending=False)
         )
