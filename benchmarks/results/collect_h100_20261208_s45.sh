@@ -6,7 +6,7 @@
 #    dtype; ~6,000 descriptions), seed 1400;
 # 2. gemm_cublas_wide at a second seed (1401), what the budget leaves.
 # Merge each, check it against the H100's test files (shape_hash, config=False), list with role train, retrain gemm.
-#   KERNELCAST_GIT_REV=<commit> LIMIT=520 bash benchmarks/results/collect_h100_next_s44.sh
+#   KERNELCAST_GIT_REV=<commit> LIMIT=520 bash benchmarks/results/collect_h100_next_s44.sh (ran 2026-12-08 as this file)
 FINISH_LOGS=tar
 NAME=kc_s44n source benchmarks/results/device_common.sh
 measure cublaswide2 gemm_cublas_wide2 1400 240
