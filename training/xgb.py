@@ -209,14 +209,14 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         """The point model on ``rows``, ``bag`` times from successive seeds: each member's (shared trees, each own-tree
         backend's trees on its rows alone), and each network asked for (an own-tree backend's ``mlp``) with every
         member's networks as one (the network's answer is its members' mean)."""
+        from kernelcast.training.mlp import merged
+
         members, nets = [], {}
         for i in range(self.bag):
             booster, own, mlps = self._fit_member(x, target, w, rows, i)
             members.append((booster, own))
             for backend, net in mlps.items():
                 nets.setdefault(backend, []).append(net)
-        from kernelcast.training.mlp import merged
-
         return members, {backend: merged(parts) for backend, parts in nets.items()}
 
     def _fit_member(self, x: np.ndarray, target: np.ndarray, w: np.ndarray | None, rows: np.ndarray, i: int):
